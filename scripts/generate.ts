@@ -1,0 +1,48 @@
+/**
+ * Makes generated/ from openapi/: the bundled document (YAML and JSON) and the TypeScript
+ * types (openapi-typescript). With --check it writes nothing and fails when generated/ is stale.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+import openapiTS, { astToString } from 'openapi-typescript';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const check = process.argv.includes('--check');
+const work = mkdtempSync(path.join(tmpdir(), 'trs-generate-'));
+
+try {
+  const bundledYaml = path.join(work, 'openapi.yaml');
+  execFileSync(
+    path.join(root, 'node_modules', '.bin', 'redocly'),
+    ['bundle', 'openapi/openapi.yaml', '--output', bundledYaml],
+    { cwd: root, env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const yamlText = readFileSync(bundledYaml, 'utf8');
+  const document = YAML.parse(yamlText) as Record<string, unknown>;
+  const header = '// Generated from openapi/ by `npm run generate`. Do not edit.\n';
+  const types = header + astToString(await openapiTS(document as never, { alphabetize: false }));
+  const outputs: Record<string, string> = {
+    'openapi.yaml': '# Generated from openapi/ by `npm run generate`. Do not edit.\n' + yamlText,
+    'openapi.json': JSON.stringify(document, null, 2) + '\n',
+    'api.ts': types,
+  };
+  const stale: string[] = [];
+  for (const [name, content] of Object.entries(outputs)) {
+    const target = path.join(root, 'generated', name);
+    const current = existsSync(target) ? readFileSync(target, 'utf8') : undefined;
+    if (current === content) continue;
+    if (check) stale.push(`generated/${name}`);
+    else writeFileSync(target, content);
+  }
+  if (check && stale.length) {
+    console.error(`generated/ is out of date with openapi/: ${stale.join(', ')}. Run \`npm run generate\` and commit.`);
+    process.exit(1);
+  }
+  console.log(check ? 'generated/ is up to date' : 'generated/ written');
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
