@@ -1,0 +1,106 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { loadConfig } from '../config.js';
+import { connectDatabase, type Database } from '../db/connect.js';
+import { ROLES, type Role } from '../db/entities.js';
+import { createLogger } from '../http/logging.js';
+import { KeyError, KeyService } from '../keys/keys.js';
+
+/**
+ * The operator's command line: `npm run --silent cli -- <command>`. It connects to the same
+ * database as the server (DATABASE_URL, or the embedded one under DATA_DIR).
+ */
+const program = new Command('trs').description('Threat-Reputation Service administration').showHelpAfterError();
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  // The CLI's own logs go to stderr so that stdout carries only the command's answer.
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr as never);
+  const db = await connectDatabase(config, logger);
+  try {
+    return await work(db);
+  } finally {
+    await db.close();
+  }
+}
+
+function print(value: unknown, json: boolean, text: () => string): void {
+  process.stdout.write(json ? JSON.stringify(value) + '\n' : text() + '\n');
+}
+
+const keys = program.command('keys').description('create, list and revoke API keys');
+
+keys
+  .command('create')
+  .description('create an account with a new API key (shown once), or a further key for --account')
+  .addOption(new Option('--role <role>', 'role of the new account').choices(ROLES).default('free'))
+  .option('--licences <n>', 'business licences (2-20)', positiveInt)
+  .option('--email <email>', 'contact address of the account')
+  .option('--account <id>', 'add the key to this existing account instead', positiveInt)
+  .option('--json', 'print one JSON object')
+  .action(async (opts: { role: Role; licences?: number; email?: string; account?: number; json?: boolean }) => {
+    const created = await withDatabase((db) =>
+      new KeyService(db.orm.em).create({
+        role: opts.role,
+        licences: opts.licences,
+        email: opts.email,
+        accountId: opts.account,
+      }),
+    );
+    print(created, !!opts.json, () =>
+      [
+        `account ${created.accountId} (${created.role}${created.role === 'business' ? `, ${created.licences} licences` : ''})`,
+        `key id  ${created.keyId}`,
+        `key     ${created.key}`,
+        'The key is shown this once; only its hash is stored.',
+      ].join('\n'),
+    );
+  });
+
+keys
+  .command('list')
+  .description('list keys (prefix, account, role, state); never the keys themselves')
+  .option('--json', 'print a JSON array')
+  .action(async (opts: { json?: boolean }) => {
+    const listed = await withDatabase((db) => new KeyService(db.orm.em).list());
+    print(listed, !!opts.json, () =>
+      listed
+        .map((k) =>
+          [k.keyId, k.prefix + '…', `account ${k.accountId}`, k.role, k.revokedAt ? `revoked ${k.revokedAt}` : 'active'].join('  '),
+        )
+        .join('\n') || 'no keys',
+    );
+  });
+
+keys
+  .command('revoke <keyId>')
+  .description('revoke a key; it stops working at once')
+  .option('--json', 'print a JSON object')
+  .action(async (keyId: string, opts: { json?: boolean }) => {
+    const revoked = await withDatabase((db) => new KeyService(db.orm.em).revoke(keyId, new Date()));
+    if (!revoked) {
+      process.stderr.write(`no active key ${keyId}\n`);
+      process.exitCode = 1;
+    }
+    print({ keyId, revoked }, !!opts.json, () => (revoked ? `revoked ${keyId}` : `nothing revoked`));
+  });
+
+program
+  .command('db')
+  .description('database administration')
+  .command('migrate')
+  .description('apply pending migrations (the server also does this on start)')
+  .action(async () => {
+    await withDatabase(async () => undefined);
+    process.stdout.write('database is up to date\n');
+  });
+
+program.parseAsync().catch((err: unknown) => {
+  process.stderr.write(`error: ${err instanceof KeyError || err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,70 @@
+import { EntitySchema } from '@mikro-orm/core';
+
+export const ROLES = ['free', 'contributor', 'professional', 'business', 'enterprise', 'honeypot'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface Account {
+  id: number;
+  email: string | null;
+  role: Role;
+  /** Business licences (2-20); 1 for every other role. */
+  licences: number;
+  createdAt: Date;
+}
+
+export interface ApiKey {
+  /** Public identifier of the key, safe to show and log. */
+  id: string;
+  account: Account;
+  /** The first characters of the key, shown in listings so an operator can recognise it. */
+  prefix: string;
+  /** SHA-256 of the whole key; the key itself is never stored. */
+  hash: Buffer;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface ThreatCategory {
+  id: number;
+  name: string;
+  description: string;
+  severityLevel: number;
+}
+
+export const AccountEntity = new EntitySchema<Account>({
+  name: 'Account',
+  tableName: 'accounts',
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    email: { type: 'text', nullable: true },
+    role: { type: 'text' },
+    licences: { type: 'integer', default: 1 },
+    createdAt: { type: 'Date', fieldName: 'created_at', defaultRaw: 'now()' },
+  },
+});
+
+export const ApiKeyEntity = new EntitySchema<ApiKey>({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    account: { kind: 'm:1', entity: () => AccountEntity, fieldName: 'account_id' },
+    prefix: { type: 'text' },
+    hash: { type: 'Buffer', columnType: 'bytea', unique: true },
+    createdAt: { type: 'Date', fieldName: 'created_at', defaultRaw: 'now()' },
+    revokedAt: { type: 'Date', fieldName: 'revoked_at', nullable: true },
+  },
+});
+
+export const ThreatCategoryEntity = new EntitySchema<ThreatCategory>({
+  name: 'ThreatCategory',
+  tableName: 'threat_categories',
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: false },
+    name: { type: 'text' },
+    description: { type: 'text' },
+    severityLevel: { type: 'integer', fieldName: 'severity_level' },
+  },
+});
+
+export const entities = [AccountEntity, ApiKeyEntity, ThreatCategoryEntity];

@@ -1,0 +1,9 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261121000000Init } from './Migration20261121000000Init.js';
+import { Migration20261121000100UsageCounters } from './Migration20261121000100UsageCounters.js';
+
+/** Every committed migration, in order. A new migration is added here as well as written. */
+export const migrationsList: MigrationObject[] = [
+  { name: 'Migration20261121000000Init', class: Migration20261121000000Init },
+  { name: 'Migration20261121000100UsageCounters', class: Migration20261121000100UsageCounters },
+];

@@ -1,0 +1,56 @@
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { entities } from './entities.js';
+import { migrationsList } from './migrations/index.js';
+
+export type Orm = MikroORM;
+
+export interface OrmOptions {
+  url: string;
+  poolMax: number;
+  logger?: Logger;
+}
+
+/** Any stable 64-bit number: the advisory lock that lets one process at a time migrate. */
+const MIGRATION_LOCK = 7_260_112_002;
+
+export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
+  return {
+    clientUrl: url,
+    entities,
+    extensions: [Migrator],
+    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false },
+    pool: { min: 0, max: poolMax },
+    // Connections are short-lived statements; a dead server must fail fast, not hang a request.
+    driverOptions: { connection: { connectionTimeoutMillis: 5_000, statement_timeout: 15_000 } },
+    discovery: { warnWhenNoEntities: true },
+    debug: false,
+    logger: (message) => logger?.debug({ orm: message }),
+    allowGlobalContext: false,
+  };
+}
+
+export async function openOrm(options: OrmOptions): Promise<Orm> {
+  return MikroORM.init(ormConfig(options));
+}
+
+/**
+ * Applies pending migrations. Several processes may start at once against one database:
+ * an advisory lock lets the first migrate while the others wait, then find nothing to do.
+ */
+export async function migrate(orm: Orm, url: string): Promise<string[]> {
+  // The lock is held on a connection of its own, outside any transaction, so the migrator's
+  // own connections (one, on the embedded database) are free to work while it is held.
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const applied = await orm.getMigrator().up();
+    return applied.map((migration) => migration.name);
+  } finally {
+    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.end();
+  }
+}

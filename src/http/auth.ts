@@ -1,0 +1,53 @@
+import type { NextFunction, Request, Response } from 'express';
+import { looksLikeKey, type Caller, type KeyService } from '../keys/keys.js';
+import { hasFeature, OPERATIONS, type OperationId } from '../keys/roles.js';
+import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    /** The authenticated caller; undefined for a public call without a key. */
+    caller?: Caller;
+    operationId?: OperationId;
+  }
+}
+
+/** The key sent with the request: the `X-Key` header, else the `key` query parameter. */
+export function presentedKey(req: Request): string | undefined {
+  const header = req.headers['x-key'];
+  if (typeof header === 'string' && header !== '') return header;
+  const query = (req.query as Record<string, unknown>).key;
+  return typeof query === 'string' && query !== '' ? query : undefined;
+}
+
+const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
+  new ApiError(401, code === 'missing_api_key' ? 'An API key is required in the X-Key header.' : MESSAGES[401], {
+    code,
+  });
+
+/**
+ * Authentication and feature access for one operation, from the table in keys/roles.ts:
+ * a key that is sent must be valid (401 otherwise, even on public operations); a key operation
+ * without a key is 401; a role without the operation's feature is 403.
+ */
+export function guard(operationId: OperationId, keys: KeyService) {
+  const rule = OPERATIONS[operationId];
+  return async (req: Request, res: Response, next: NextFunction) => {
+    res.locals.operationId = operationId;
+    const key = presentedKey(req);
+    if (key === undefined) {
+      if (rule.feature) throw rule.relay ? relayUnauthorized('missing_api_key') : unauthorized();
+      return next();
+    }
+    // The relay names a malformed key as missing; other operations say 401 either way.
+    if (rule.relay && !looksLikeKey(key)) throw relayUnauthorized('missing_api_key');
+    const caller = await keys.authenticate(key);
+    if (!caller) throw rule.relay ? relayUnauthorized('invalid_api_key') : unauthorized();
+    res.locals.caller = caller;
+    if (rule.feature && !hasFeature(caller.role, rule.feature)) {
+      throw rule.relay
+        ? new ApiError(403, `The ${caller.role} tier is not eligible for the relay.`, { code: 'tier_forbidden' })
+        : forbidden();
+    }
+    next();
+  };
+}

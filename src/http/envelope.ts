@@ -1,0 +1,22 @@
+import type { Response } from 'express';
+import type { FieldError } from './errors.js';
+
+export interface Meta {
+  success: boolean;
+  code: number;
+  message?: string;
+  errors?: FieldError[];
+}
+
+/** Sends `{meta, data}` with status 200 (or `code`). */
+export function sendData<T>(res: Response, data: T, message?: string, code = 200): void {
+  const meta: Meta = { success: true, code };
+  if (message !== undefined) meta.message = message;
+  res.status(code).json({ meta, data });
+}
+
+export function errorBody(code: number, message: string, errors?: FieldError[], data?: unknown) {
+  const meta: Meta = { success: false, code, message };
+  if (errors?.length) meta.errors = errors;
+  return { meta, data: data ?? null };
+}

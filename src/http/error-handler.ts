@@ -1,0 +1,174 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { OPERATIONS } from '../keys/roles.js';
+import { errorBody } from './envelope.js';
+import { ApiError, type ErrorLocation, type FieldError } from './errors.js';
+import type { Metering } from './metering.js';
+
+interface ValidatorError extends Error {
+  status: number;
+  path?: string;
+  errors?: { path: string; message: string; errorCode?: string }[];
+  headers?: Record<string, string>;
+}
+
+interface BodyParserError extends Error {
+  status: number;
+  type: string;
+  limit?: number;
+}
+
+const LOCATIONS: Record<string, ErrorLocation> = {
+  query: 'query',
+  params: 'path',
+  path: 'path',
+  body: 'body',
+  headers: 'header',
+  header: 'header',
+};
+
+/** `.query.limit` or `/body/ips/3` -> {location: 'query', name: 'limit'}. */
+function fieldOf(rawPath: string): { location: ErrorLocation; name: string } {
+  const parts = rawPath.split(/[./[\]]+/).filter(Boolean);
+  if (parts[0] === 'request' || parts[0] === 'response') parts.shift();
+  const location = LOCATIONS[parts[0] ?? ''];
+  if (!location) return { location: 'body', name: parts.join('.') || '(body)' };
+  return { location, name: parts.slice(1).join('.') || '(whole)' };
+}
+
+const PLACE: Record<ErrorLocation, string> = {
+  query: 'query parameter',
+  path: 'path parameter',
+  header: 'header',
+  body: 'body field',
+};
+
+function describe(errors: FieldError[]): string {
+  const first = errors[0];
+  if (!first) return 'The request does not match the API description.';
+  const where = first.name === '(whole)' || first.name === '(body)' ? 'the request body' : `${PLACE[first.location]} '${first.name}'`;
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''}, listed in meta.errors)` : '';
+  return `Invalid request: ${where} ${first.message}${more}.`;
+}
+
+function validatorFieldErrors(err: ValidatorError): FieldError[] {
+  return (err.errors ?? []).map((e) => {
+    const { location, name } = fieldOf(e.path);
+    const message = e.message.replace(/^must /, 'must ');
+    return { location, name, message };
+  });
+}
+
+function isDatabaseDown(err: unknown): boolean {
+  const e = err as { code?: string; name?: string; message?: string };
+  return (
+    e?.name === 'KnexTimeoutError' ||
+    e?.code === 'ECONNREFUSED' ||
+    e?.code === 'ECONNRESET' ||
+    e?.code === '57P01' ||
+    e?.code === '57P03' ||
+    /Connection terminated|connect ECONNREFUSED/.test(e?.message ?? '')
+  );
+}
+
+interface Mapped {
+  status: number;
+  message: string;
+  errors?: FieldError[];
+  data?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  code?: string;
+}
+
+function map(err: unknown, req: Request, logger: Logger): Mapped {
+  if (err instanceof ApiError) {
+    return { status: err.status, message: err.message, ...err.options };
+  }
+  const bodyError = err as BodyParserError;
+  switch (bodyError?.type) {
+    case 'entity.parse.failed':
+      return { status: 400, message: 'The request body is not valid JSON: ' + bodyError.message.replace(/\s+in JSON at.*$/, '') + '.' };
+    case 'entity.too.large':
+      return {
+        status: 413,
+        message: `The request body is larger than the limit of ${bodyError.limit} bytes.`,
+      };
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return { status: 415, message: 'The request body must be UTF-8 encoded JSON.' };
+    case 'request.aborted':
+      return { status: 400, message: 'The request body was not received completely.' };
+  }
+  const validatorError = err as ValidatorError;
+  if (typeof validatorError?.status === 'number' && Array.isArray(validatorError.errors)) {
+    const status = validatorError.status;
+    if (status === 404) return { status, message: `No endpoint at ${req.method} ${req.path}. See /api/v2/docs.` };
+    if (status === 405) {
+      return {
+        status,
+        message: `${req.method} is not allowed on ${req.path}.`,
+        headers: validatorError.headers,
+      };
+    }
+    if (status === 415) {
+      return {
+        status,
+        message: `The request body must be sent as application/json (got ${req.headers['content-type'] ?? 'none'}).`,
+      };
+    }
+    if (status === 400) {
+      const errors = validatorFieldErrors(validatorError);
+      return { status, message: describe(errors), errors };
+    }
+    if (status >= 500) {
+      // A response that breaks the contract: a bug of ours, logged with what was wrong.
+      logger.error({ err: validatorError, problems: validatorError.errors }, 'response breaks the OpenAPI document');
+      return { status: 500, message: 'The server failed to produce a valid response.' };
+    }
+    return { status, message: validatorError.message };
+  }
+  if (isDatabaseDown(err)) {
+    logger.error({ err }, 'database unavailable');
+    return { status: 503, message: 'The database is unavailable. Try again shortly.', headers: { 'Retry-After': '5' } };
+  }
+  logger.error({ err }, 'unexpected error');
+  return { status: 500, message: 'An unexpected error occurred. It has been logged.' };
+}
+
+const RELAY_CODES: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'missing_api_key',
+  403: 'tier_forbidden',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'invalid_request',
+  501: 'not_implemented',
+  503: 'service_unavailable',
+};
+
+/** The one place errors become responses: the envelope, or the relay's `{ok, code, message}`. */
+export function errorHandler(logger: Logger, metering: Metering) {
+  return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const mapped = map(err, req, req.log ?? logger);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (mapped.status !== 503) await metering.ensureHeaders(req, res);
+    for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
+    const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    const relay = operationId !== undefined && OPERATIONS[operationId as keyof typeof OPERATIONS]?.relay;
+    res.status(mapped.status);
+    if (relay) {
+      const body: Record<string, unknown> = {
+        ok: false,
+        code: mapped.code ?? RELAY_CODES[mapped.status] ?? 'internal_error',
+        message: mapped.message,
+      };
+      if (mapped.errors?.length) body.errors = mapped.errors;
+      res.json(body);
+      return;
+    }
+    res.json(errorBody(mapped.status, mapped.message, mapped.errors, mapped.data));
+  };
+}

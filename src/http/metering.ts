@@ -1,0 +1,88 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Clock } from '../clock.js';
+import { OPERATIONS, type OperationId } from '../keys/roles.js';
+import type { CounterState, Meter, Subject } from '../keys/usage.js';
+import { rateLimited } from './errors.js';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    /** Charges the operation's counter `units` times, or throws 429 leaving it unchanged. */
+    charge?: (units: number) => Promise<void>;
+  }
+}
+
+const DAY_SECONDS = 86_400;
+
+function subjectOf(req: Request, res: Response): Subject {
+  return res.locals.caller ? { caller: res.locals.caller } : { sourceIp: req.ip ?? req.socket.remoteAddress ?? '' };
+}
+
+function secondsUntil(resetAt: Date, clock: Clock): number {
+  return Math.max(1, Math.ceil((resetAt.getTime() - clock.now().getTime()) / 1000));
+}
+
+/**
+ * `X-RateLimit-*` for the counter, and the IETF draft's `RateLimit-Policy` and `RateLimit`
+ * fields beside them (left out for an unlimited counter, which they cannot express).
+ */
+export function setRateLimitHeaders(res: Response, state: CounterState, clock: Clock): void {
+  const unlimited = state.limit < 0;
+  const remaining = unlimited ? -1 : Math.max(0, state.limit - state.used);
+  const reset = secondsUntil(state.resetAt, clock);
+  res.setHeader('X-RateLimit-Limit', String(state.limit));
+  res.setHeader('X-RateLimit-Remaining', String(remaining));
+  res.setHeader('X-RateLimit-Reset', String(Math.floor(state.resetAt.getTime() / 1000)));
+  if (!unlimited) {
+    res.setHeader('RateLimit-Policy', `"daily";q=${state.limit};w=${DAY_SECONDS}`);
+    res.setHeader('RateLimit', `"daily";r=${remaining};t=${reset}`);
+  }
+}
+
+export class Metering {
+  constructor(
+    private readonly meter: Meter,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The caller's main daily counter: the check quota with a key, the per-IP allowance without. */
+  private mainCounter(res: Response) {
+    return res.locals.caller ? ('check' as const) : ('public' as const);
+  }
+
+  private async charge(req: Request, res: Response, counter: 'check' | 'report' | 'public', units: number) {
+    const result = await this.meter.charge(subjectOf(req, res), counter, units);
+    setRateLimitHeaders(res, result, this.clock);
+    if (!result.allowed) throw rateLimited(secondsUntil(result.resetAt, this.clock));
+  }
+
+  /** Charges or reports the counter of one operation, as the table in keys/roles.ts says. */
+  middleware(operationId: OperationId) {
+    const rule = OPERATIONS[operationId];
+    return async (req: Request, res: Response, next: NextFunction) => {
+      const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
+      if (counter && rule.chargedByHandler) {
+        setRateLimitHeaders(res, await this.meter.peek(subjectOf(req, res), counter), this.clock);
+        res.locals.charge = (units) => this.charge(req, res, counter, units);
+      } else if (counter) {
+        await this.charge(req, res, counter, 1);
+      } else {
+        const state = await this.meter.peek(subjectOf(req, res), this.mainCounter(res));
+        setRateLimitHeaders(res, state, this.clock);
+        if (rule.gatedByPublicLimit && !res.locals.caller && state.used >= state.limit) {
+          throw rateLimited(secondsUntil(state.resetAt, this.clock));
+        }
+      }
+      next();
+    };
+  }
+
+  /** For responses that were refused before their operation's metering ran (400, 401, 404). */
+  async ensureHeaders(req: Request, res: Response): Promise<void> {
+    if (res.headersSent || res.hasHeader('X-RateLimit-Limit')) return;
+    try {
+      setRateLimitHeaders(res, await this.meter.peek(subjectOf(req, res), this.mainCounter(res)), this.clock);
+    } catch {
+      // The database is down: the error response goes out without the headers.
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AccountEntity, ApiKeyEntity, type Role } from '../db/entities.js';
+
+/**
+ * API keys: `trs_` followed by 32 random bytes in base64url (256 bits of entropy). Only the
+ * SHA-256 of a key is stored. A slow password hash buys nothing at this entropy: nobody can
+ * enumerate 2^256 candidates, and a fast hash keeps the per-request lookup cheap.
+ */
+export const KEY_PREFIX = 'trs_';
+const KEY_PATTERN = /^trs_[A-Za-z0-9_-]{43}$/;
+const SHOWN_PREFIX_LENGTH = KEY_PREFIX.length + 8;
+
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+export function looksLikeKey(key: string): boolean {
+  return KEY_PATTERN.test(key);
+}
+
+export interface Caller {
+  keyId: string;
+  accountId: number;
+  role: Role;
+  licences: number;
+}
+
+export interface CreatedKey {
+  accountId: number;
+  keyId: string;
+  key: string;
+  prefix: string;
+  role: Role;
+  licences: number;
+  email: string | null;
+}
+
+export interface KeyListing {
+  keyId: string;
+  prefix: string;
+  accountId: number;
+  role: Role;
+  licences: number;
+  email: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export class KeyError extends Error {}
+
+/** Business accounts hold 2 to 20 licences; every other role exactly one. */
+export function checkLicences(role: Role, licences: number | undefined): number {
+  if (role !== 'business') {
+    if (licences !== undefined && licences !== 1) throw new KeyError('--licences applies to the business role only');
+    return 1;
+  }
+  const count = licences ?? 2;
+  if (!Number.isInteger(count) || count < 2 || count > 20) throw new KeyError('business accounts hold 2 to 20 licences');
+  return count;
+}
+
+export class KeyService {
+  constructor(private readonly em: EntityManager) {}
+
+  /** Creates an account with one key, or a further key for an existing account. */
+  async create(input: { role: Role; licences?: number; email?: string; accountId?: number }): Promise<CreatedKey> {
+    const em = this.em.fork();
+    return em.transactional(async (tx) => {
+      const account = input.accountId
+        ? await tx.findOneOrFail(AccountEntity, input.accountId, {
+            failHandler: () => new KeyError(`no account ${input.accountId}`),
+          })
+        : tx.create(AccountEntity, {
+            role: input.role,
+            licences: checkLicences(input.role, input.licences),
+            email: input.email ?? null,
+            createdAt: new Date(),
+          });
+      const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+      const apiKey = tx.create(ApiKeyEntity, {
+        id: randomUUID(),
+        account,
+        prefix: key.slice(0, SHOWN_PREFIX_LENGTH),
+        hash: hashKey(key),
+        createdAt: new Date(),
+        revokedAt: null,
+      });
+      await tx.flush();
+      return {
+        accountId: account.id,
+        keyId: apiKey.id,
+        key,
+        prefix: apiKey.prefix,
+        role: account.role,
+        licences: account.licences,
+        email: account.email,
+      };
+    });
+  }
+
+  async list(): Promise<KeyListing[]> {
+    const keys = await this.em.fork().find(ApiKeyEntity, {}, { populate: ['account'], orderBy: { createdAt: 'asc' } });
+    return keys.map((k) => ({
+      keyId: k.id,
+      prefix: k.prefix,
+      accountId: k.account.id,
+      role: k.account.role,
+      licences: k.account.licences,
+      email: k.account.email,
+      createdAt: k.createdAt.toISOString(),
+      revokedAt: k.revokedAt?.toISOString() ?? null,
+    }));
+  }
+
+  /** Marks a key revoked; returns false when there is no such key or it was revoked already. */
+  async revoke(keyId: string, at: Date): Promise<boolean> {
+    if (!/^[0-9a-f-]{36}$/i.test(keyId)) return false;
+    const changed = await this.em
+      .fork()
+      .nativeUpdate(ApiKeyEntity, { id: keyId, revokedAt: null }, { revokedAt: at });
+    return changed > 0;
+  }
+
+  /** The caller a key belongs to, or undefined for a malformed, unknown or revoked key. */
+  async authenticate(key: string): Promise<Caller | undefined> {
+    if (!looksLikeKey(key)) return undefined;
+    const hash = hashKey(key);
+    const rows = await this.em.getConnection().execute<
+      { key_id: string; hash: Buffer; account_id: number; role: Role; licences: number }[]
+    >(
+      `select k.id as key_id, k.hash, a.id as account_id, a.role, a.licences
+         from api_keys k join accounts a on a.id = k.account_id
+        where k.hash = ? and k.revoked_at is null`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row || !timingSafeEqual(row.hash, hash)) return undefined;
+    return { keyId: row.key_id, accountId: row.account_id, role: row.role, licences: row.licences };
+  }
+}

@@ -1,0 +1,120 @@
+import ipaddr from 'ipaddr.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Clock } from '../clock.js';
+import type { Caller } from './keys.js';
+import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
+
+/** Who a counter belongs to: an account (all its keys share it) or a public source address. */
+export type Subject = { caller: Caller } | { sourceIp: string };
+
+export interface CounterState {
+  counter: Counter;
+  /** -1 when unlimited. */
+  limit: number;
+  used: number;
+  /** Start of the next UTC day. */
+  resetAt: Date;
+}
+
+export interface ChargeResult extends CounterState {
+  allowed: boolean;
+}
+
+const UNLIMITED = 2_147_483_647;
+
+/** 00:00 UTC of the day after `now`. */
+export function nextUtcMidnight(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+}
+
+function utcDay(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
+
+/**
+ * The public allowance belongs to a source address: IPv4-mapped IPv6 counts as its IPv4
+ * address, and IPv6 counts per /64 (one customer allocation), so rotating addresses inside it
+ * gains nothing.
+ */
+export function publicSubjectOf(sourceIp: string): string {
+  if (!ipaddr.isValid(sourceIp)) return `ip:${sourceIp}`;
+  let addr = ipaddr.parse(sourceIp);
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
+    addr = (addr as ipaddr.IPv6).toIPv4Address();
+  }
+  if (addr.kind() === 'ipv4') return `ip:${addr.toString()}`;
+  const parts = (addr as ipaddr.IPv6).parts.slice(0, 4);
+  const prefix = new ipaddr.IPv6([...parts, 0, 0, 0, 0]);
+  return `ip:${prefix.toNormalizedString() === '0:0:0:0:0:0:0:0' ? '::' : prefix.toString()}/64`;
+}
+
+function keyOf(subject: Subject, counter: Counter): { name: string; limit: number } {
+  if ('caller' in subject) {
+    if (counter === 'public') throw new Error('a key is never charged the public allowance');
+    const { role, licences, accountId } = subject.caller;
+    return { name: `a:${accountId}`, limit: dailyLimit(role, licences, counter) };
+  }
+  return { name: publicSubjectOf(subject.sourceIp), limit: PUBLIC_DAILY_LIMIT };
+}
+
+export interface UsageReader {
+  /** Today's usage of an account's check and report counters. */
+  today(caller: Caller): Promise<{ check: number; report: number }>;
+}
+
+/**
+ * The daily counters, in PostgreSQL so that every server process sees the same totals.
+ * A charge is one conditional upsert: it adds N only when the total stays within the limit
+ * and returns the new total, so concurrent requests on any number of processes never admit
+ * more than the limit and never refuse one that fits.
+ */
+export class Meter implements UsageReader {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly clock: Clock,
+  ) {}
+
+  async charge(subject: Subject, counter: Counter, units: number): Promise<ChargeResult> {
+    const now = this.clock.now();
+    const { name, limit } = keyOf(subject, counter);
+    const ceiling = limit < 0 ? UNLIMITED : limit;
+    const day = utcDay(now);
+    const rows = await this.em.getConnection().execute<{ used: number }[]>(
+      `insert into usage_counters (subject, counter, day, used)
+       select ?, ?, ?::date, ?::int where ?::int <= ?::int
+       on conflict (subject, counter, day)
+       do update set used = usage_counters.used + excluded.used
+        where usage_counters.used + excluded.used <= ?::int
+       returning used`,
+      [name, counter, day, units, units, ceiling, ceiling],
+    );
+    const resetAt = nextUtcMidnight(now);
+    if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt };
+    const used = await this.read(name, counter, day);
+    return { allowed: false, counter, limit, used, resetAt };
+  }
+
+  /** The state of a counter without charging it (for the headers of uncharged operations). */
+  async peek(subject: Subject, counter: Counter): Promise<CounterState> {
+    const now = this.clock.now();
+    const { name, limit } = keyOf(subject, counter);
+    return { counter, limit, used: await this.read(name, counter, utcDay(now)), resetAt: nextUtcMidnight(now) };
+  }
+
+  async today(caller: Caller): Promise<{ check: number; report: number }> {
+    const rows = await this.em.getConnection().execute<{ counter: Counter; used: number }[]>(
+      'select counter, used from usage_counters where subject = ? and day = ?::date',
+      [`a:${caller.accountId}`, utcDay(this.clock.now())],
+    );
+    const used = (counter: Counter) => rows.find((r) => r.counter === counter)?.used ?? 0;
+    return { check: used('check'), report: used('report') };
+  }
+
+  private async read(name: string, counter: Counter, day: string): Promise<number> {
+    const rows = await this.em.getConnection().execute<{ used: number }[]>(
+      'select used from usage_counters where subject = ? and counter = ? and day = ?::date',
+      [name, counter, day],
+    );
+    return rows[0]?.used ?? 0;
+  }
+}
