@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import pino from 'pino';
+import type { TestProject } from 'vitest/node';
+import { migrate, openOrm } from '../../src/db/orm.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A migrated template database on a real server, or undefined: use the embedded one. */
+    database: { adminUrl: string; template: string } | undefined;
+  }
+}
+
+const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = '/' + name;
+  return u.toString();
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Each run gets a fresh, migrated template database on the PostgreSQL server
+ * (TEST_DATABASE_URL, DATABASE_URL, or the local default); each test file clones it. Where no
+ * server answers, every test file runs its own embedded PostgreSQL instead.
+ */
+export default async function setup(project: TestProject) {
+  const adminUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? DEFAULT_URL;
+  if (process.env.TEST_EMBEDDED === '1' || !(await reachable(adminUrl))) {
+    console.log('tests: no PostgreSQL server answers; each test file uses the embedded PostgreSQL');
+    project.provide('database', undefined);
+    return;
+  }
+  const template = `trs_tpl_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${template}`);
+  const url = withDatabase(adminUrl, template);
+  const orm = await openOrm({ url, poolMax: 2, logger: pino({ level: 'silent' }) });
+  await migrate(orm, url);
+  await orm.close();
+  project.provide('database', { adminUrl, template });
+  console.log(`tests: PostgreSQL at ${new URL(adminUrl).host}, template database ${template}`);
+  return async () => {
+    await admin.query(`drop database if exists ${template} with (force)`);
+    await admin.end();
+  };
+}

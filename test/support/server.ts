@@ -1,0 +1,94 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from '../../generated/api.js';
+import { buildApp } from '../../src/app.js';
+import { ManualClock } from '../../src/clock.js';
+import type { Config } from '../../src/config.js';
+import type { Role } from '../../src/db/entities.js';
+import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
+import { createLogger } from '../../src/http/logging.js';
+import { KeyService, type CreatedKey } from '../../src/keys/keys.js';
+import { loadApiArtifacts } from '../../src/openapi.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+
+const api = loadApiArtifacts();
+
+export interface TestServer {
+  /** Origin of the server, e.g. http://127.0.0.1:41234 */
+  origin: string;
+  /** Base of the API: origin + /api/v2 */
+  base: string;
+  /** A client typed from the generated contract: a test that drifts from it fails to compile. */
+  client: Client<paths>;
+  orm: Orm;
+  clock: ManualClock;
+  db: TestDatabase;
+  /** Every log line the server wrote, as text. */
+  logs: string[];
+  createKey(role: Role, options?: { licences?: number; email?: string; accountId?: number }): Promise<CreatedKey>;
+  /** Another server process on the same database (its own app, pool and port). */
+  sibling(): Promise<TestServer>;
+  close(): Promise<void>;
+}
+
+async function listen(server: Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+export interface TestServerOptions {
+  config?: Partial<Pick<Config, 'trustProxy'>>;
+  clock?: ManualClock;
+}
+
+async function startOn(db: TestDatabase, options: TestServerOptions, owner: boolean): Promise<TestServer> {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(chunk.toString());
+      done();
+    },
+  });
+  const logger = createLogger('debug', sink);
+  const orm = await openOrm({ url: db.url, poolMax: db.embedded ? 2 : 10, logger });
+  if (owner && db.embedded) await migrate(orm, db.url);
+  const clock = options.clock ?? new ManualClock(new Date());
+  const app = buildApp({
+    orm,
+    logger,
+    clock,
+    api,
+    config: { trustProxy: options.config?.trustProxy ?? false, validateResponses: true },
+  });
+  const server = createServer(app);
+  const origin = await listen(server);
+  const base = `${origin}/api/v2`;
+  const keys = new KeyService(orm.em);
+  const self: TestServer = {
+    origin,
+    base,
+    client: createClient<paths>({ baseUrl: base }),
+    orm,
+    clock,
+    db,
+    logs,
+    createKey: (role, o = {}) => keys.create({ role, ...o }),
+    sibling: () => startOn(db, { ...options, clock }, false),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await orm.close();
+      if (owner) await db.drop();
+    },
+  };
+  return self;
+}
+
+/** Starts the app on a fresh database of its own, with response validation on. */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  return startOn(await createTestDatabase(), options, true);
+}
