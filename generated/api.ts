@@ -1110,9 +1110,9 @@ export interface components {
              * @description The reported address, IPv4 or IPv6 (custom format `ip`). It must be globally routable: private, loopback, link-local, multicast, reserved and documentation addresses are refused with 422.
              */
             ip: string;
-            /** @description 1 to 30 distinct threat-category ids (see `GET /categories`). */
+            /** @description 1 to 30 threat-category ids (see `GET /categories`); repeated ids count once. An empty list or an id that is not in the catalogue is refused with 422. */
             categories: number[];
-            /** @description What was observed, at most 1,024 characters. Control characters are removed. Do not include personal data. Reporters with the Professional role and up can read comments through `GET /reports/{ip}`. */
+            /** @description What was observed. Control characters (other than tab and line feed) are removed, and what remains may be at most 1,024 characters: a longer comment is refused with 422. Requests over 4,096 characters are refused with 400. Do not include personal data. Reporters with the Professional role and up can read comments through `GET /reports/{ip}`. */
             comment?: string;
         };
         /** @description The stored report. */
@@ -1645,7 +1645,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well formed but refused: the address is not globally routable (private, loopback, link-local, multicast, reserved or documentation range). */
+        /** @description The request is well formed but refused, with `meta.errors` naming the field: the address is not globally routable (private, loopback, link-local, multicast, reserved or documentation range), the category list is empty or holds an id that is not in the catalogue, or the comment is longer than 1,024 characters once control characters are removed. Nothing is stored or charged. */
         ReportUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1959,12 +1959,12 @@ export interface components {
          */
         "X-RateLimit-Reset": number;
         /**
-         * @description The same limit as `X-RateLimit-Limit`, in the form of the IETF draft "RateLimit header fields for HTTP": policy name `daily`, quota `q` (`-1` for unlimited) and window `w` in seconds.
+         * @description The same limit as `X-RateLimit-Limit`, in the form of the IETF draft "RateLimit header fields for HTTP": policy name `daily`, quota `q` and window `w` in seconds. Left out when the limit is unlimited, which the draft cannot express.
          * @example "daily";q=1000;w=86400
          */
         "RateLimit-Policy": string;
         /**
-         * @description The state of that limit in the form of the IETF draft "RateLimit header fields for HTTP": policy name `daily`, remaining requests `r` (`-1` for unlimited) and seconds `t` until the counters restart.
+         * @description The state of that limit in the form of the IETF draft "RateLimit header fields for HTTP": policy name `daily`, remaining requests `r` and seconds `t` until the counters restart. Left out when the limit is unlimited.
          * @example "daily";r=999;t=34075
          */
         RateLimit: string;

@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Orm } from './db/orm.js';
+import type { Pool } from './db/pool.js';
+import type { GeoIp } from './geo/geoip.js';
 import { CategoryService } from './categories/categories.js';
 import { categoryHandlers } from './categories/handlers.js';
 import { guard } from './http/auth.js';
@@ -15,14 +17,19 @@ import { errorHandler } from './http/error-handler.js';
 import { requestLogger } from './http/logging.js';
 import { Metering } from './http/metering.js';
 import type { Handler, Handlers } from './http/types.js';
-import { KeyService } from './keys/keys.js';
+import { KeyAuthenticator } from './keys/keys.js';
 import { keyHandlers } from './keys/handlers.js';
 import type { OperationId } from './keys/roles.js';
 import { Meter } from './keys/usage.js';
 import { API_BASE, type ApiArtifacts } from './openapi.js';
+import { reputationHandlers } from './reputation/handlers.js';
+import { ReputationRepository } from './reputation/repository.js';
+import { ReputationService } from './reputation/service.js';
 
 export interface AppDeps {
   orm: Orm;
+  pool: Pool;
+  geo: GeoIp;
   config: Pick<Config, 'trustProxy' | 'validateResponses'>;
   logger: Logger;
   clock: Clock;
@@ -41,14 +48,17 @@ const DOCS_CSP =
 
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
-  const { orm, config, logger, clock, api } = deps;
+  const { orm, pool, geo, config, logger, clock, api } = deps;
   const em = orm.em;
-  const keys = new KeyService(em);
-  const meter = new Meter(em, clock);
+  const keys = new KeyAuthenticator(pool);
+  const meter = new Meter(pool, clock);
   const metering = new Metering(meter, clock);
+  const categories = new CategoryService(em);
+  const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock);
   const handlers: Handlers = {
-    ...categoryHandlers(new CategoryService(em)),
+    ...categoryHandlers(categories),
     ...keyHandlers(meter),
+    ...reputationHandlers(reputation),
   };
 
   const app = express();
@@ -65,7 +75,7 @@ export function buildApp(deps: AppDeps): Express {
   });
   app.get('/readyz', async (_req, res) => {
     try {
-      await em.getConnection().execute('select 1');
+      await pool.query('select 1');
       res.json({ status: 'ok', database: 'up' });
     } catch {
       res.status(503).json({ status: 'unavailable', database: 'down' });

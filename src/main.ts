@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { connectDatabase } from './db/connect.js';
 import { createLogger } from './http/logging.js';
 import { loadApiArtifacts } from './openapi.js';
+import { openGeoIp } from './geo/geoip.js';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -22,8 +23,8 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   const api = loadApiArtifacts();
-  const database = await connectDatabase(config, logger);
-  const app = buildApp({ orm: database.orm, config, logger, clock: systemClock, api });
+  const [geo, database] = await Promise.all([openGeoIp(config.geoip), connectDatabase(config, logger)]);
+  const app = buildApp({ orm: database.orm, pool: database.pool, geo, config, logger, clock: systemClock, api });
 
   const server = createServer(app);
   // Slow clients cannot hold a connection open forever.

@@ -14,6 +14,7 @@ export interface CategoryView {
  */
 export class CategoryService {
   private cached: Promise<CategoryView[]> | undefined;
+  private severityMap: Promise<Map<number, number>> | undefined;
 
   constructor(private readonly em: EntityManager) {}
 
@@ -23,6 +24,12 @@ export class CategoryService {
       throw err;
     });
     return this.cached;
+  }
+
+  /** Category id -> severity level (1-10). */
+  severities(): Promise<Map<number, number>> {
+    this.severityMap ??= this.list().then((list) => new Map(list.map((c) => [c.id, c.severity_level])));
+    return this.severityMap;
   }
 
   private async load(): Promise<CategoryView[]> {

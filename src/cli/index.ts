@@ -3,7 +3,8 @@ import { loadConfig } from '../config.js';
 import { connectDatabase, type Database } from '../db/connect.js';
 import { ROLES, type Role } from '../db/entities.js';
 import { createLogger } from '../http/logging.js';
-import { KeyError, KeyService } from '../keys/keys.js';
+import { KeyService } from '../keys/keys.js';
+import { Whitelist } from '../reputation/whitelist.js';
 
 /**
  * The operator's command line: `npm run --silent cli -- <command>`. It connects to the same
@@ -90,6 +91,37 @@ keys
     print({ keyId, revoked }, !!opts.json, () => (revoked ? `revoked ${keyId}` : `nothing revoked`));
   });
 
+const whitelist = program.command('whitelist').description('addresses and ranges that always score 0 and never appear on the blacklist');
+
+whitelist
+  .command('add <ipOrCidr>')
+  .description('whitelist an address or CIDR range (e.g. 203.0.113.9 or 2001:db8::/32)')
+  .option('--note <text>', 'why it is whitelisted', '')
+  .option('--json', 'print a JSON object')
+  .action(async (input: string, opts: { note: string; json?: boolean }) => {
+    const result = await withDatabase((db) => new Whitelist(db.pool).add(input, opts.note));
+    print(result, !!opts.json, () => (result.added ? `whitelisted ${result.range}` : `${result.range} was already whitelisted`));
+  });
+
+whitelist
+  .command('remove <ipOrCidr>')
+  .description('remove an address or range from the whitelist')
+  .option('--json', 'print a JSON object')
+  .action(async (input: string, opts: { json?: boolean }) => {
+    const result = await withDatabase((db) => new Whitelist(db.pool).remove(input));
+    if (!result.removed) process.exitCode = 1;
+    print(result, !!opts.json, () => (result.removed ? `removed ${result.range}` : `${result.range} is not whitelisted`));
+  });
+
+whitelist
+  .command('list')
+  .description('list the whitelist')
+  .option('--json', 'print a JSON array')
+  .action(async (opts: { json?: boolean }) => {
+    const entries = await withDatabase((db) => new Whitelist(db.pool).list());
+    print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
+  });
+
 program
   .command('db')
   .description('database administration')
@@ -101,6 +133,6 @@ program
   });
 
 program.parseAsync().catch((err: unknown) => {
-  process.stderr.write(`error: ${err instanceof KeyError || err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = 1;
 });

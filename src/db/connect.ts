@@ -2,9 +2,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { findRunningEmbedded, startEmbedded } from './embedded.js';
 import { migrate, openOrm, type Orm } from './orm.js';
+import { createPool, type Pool } from './pool.js';
 
 export interface Database {
   orm: Orm;
+  pool: Pool;
   url: string;
   /** True when this process serves the embedded PostgreSQL. */
   embedded: boolean;
@@ -48,11 +50,14 @@ export async function connectDatabase(
     await stopEmbedded?.();
     throw err;
   }
+  const pool = createPool(url, isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, { prepared: !isEmbedded });
   return {
     orm,
+    pool,
     url,
     embedded: stopEmbedded !== undefined,
     async close() {
+      await pool.end();
       await orm.close();
       await stopEmbedded?.();
     },

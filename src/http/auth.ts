@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { looksLikeKey, type Caller, type KeyService } from '../keys/keys.js';
+import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
 import { hasFeature, OPERATIONS, type OperationId } from '../keys/roles.js';
 import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
 
@@ -29,7 +29,7 @@ const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
  * a key that is sent must be valid (401 otherwise, even on public operations); a key operation
  * without a key is 401; a role without the operation's feature is 403.
  */
-export function guard(operationId: OperationId, keys: KeyService) {
+export function guard(operationId: OperationId, keys: KeyAuthenticator) {
   const rule = OPERATIONS[operationId];
   return async (req: Request, res: Response, next: NextFunction) => {
     res.locals.operationId = operationId;

@@ -13,8 +13,13 @@ declare module 'express-serve-static-core' {
 
 const DAY_SECONDS = 86_400;
 
+/** The caller's address: the socket's peer, or X-Forwarded-For as far as TRUST_PROXY trusts it. */
+export function sourceIp(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? '';
+}
+
 function subjectOf(req: Request, res: Response): Subject {
-  return res.locals.caller ? { caller: res.locals.caller } : { sourceIp: req.ip ?? req.socket.remoteAddress ?? '' };
+  return res.locals.caller ? { caller: res.locals.caller } : { sourceIp: sourceIp(req) };
 }
 
 function secondsUntil(resetAt: Date, clock: Clock): number {
@@ -49,10 +54,19 @@ export class Metering {
     return res.locals.caller ? ('check' as const) : ('public' as const);
   }
 
+  /**
+   * Charges the counter, or throws 429 leaving it unchanged. A request answered with a server
+   * error (5xx) after its charge gets the charge back: only answered work is counted.
+   */
   private async charge(req: Request, res: Response, counter: 'check' | 'report' | 'public', units: number) {
     const result = await this.meter.charge(subjectOf(req, res), counter, units);
     setRateLimitHeaders(res, result, this.clock);
     if (!result.allowed) throw rateLimited(secondsUntil(result.resetAt, this.clock));
+    res.once('finish', () => {
+      if (res.statusCode >= 500) {
+        this.meter.refund(result, units).catch((err: unknown) => req.log?.error({ err }, 'quota refund failed'));
+      }
+    });
   }
 
   /** Charges or reports the counter of one operation, as the table in keys/roles.ts says. */

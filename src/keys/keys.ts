@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Queryable } from '../db/pool.js';
 import { AccountEntity, ApiKeyEntity, type Role } from '../db/entities.js';
 
 /**
@@ -122,18 +123,23 @@ export class KeyService {
     return changed > 0;
   }
 
+}
+
+/** Finds the caller of a presented key, on the hot path of every keyed request. */
+export class KeyAuthenticator {
+  constructor(private readonly db: Queryable) {}
+
   /** The caller a key belongs to, or undefined for a malformed, unknown or revoked key. */
   async authenticate(key: string): Promise<Caller | undefined> {
     if (!looksLikeKey(key)) return undefined;
     const hash = hashKey(key);
-    const rows = await this.em.getConnection().execute<
-      { key_id: string; hash: Buffer; account_id: number; role: Role; licences: number }[]
-    >(
-      `select k.id as key_id, k.hash, a.id as account_id, a.role, a.licences
-         from api_keys k join accounts a on a.id = k.account_id
-        where k.hash = ? and k.revoked_at is null`,
-      [hash],
-    );
+    const { rows } = await this.db.query<{ key_id: string; hash: Buffer; account_id: number; role: Role; licences: number }>({
+      name: 'authenticate-key',
+      text: `select k.id as key_id, k.hash, a.id as account_id, a.role, a.licences
+               from api_keys k join accounts a on a.id = k.account_id
+              where k.hash = $1 and k.revoked_at is null`,
+      values: [hash],
+    });
     const row = rows[0];
     if (!row || !timingSafeEqual(row.hash, hash)) return undefined;
     return { keyId: row.key_id, accountId: row.account_id, role: row.role, licences: row.licences };

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Clock } from '../clock.js';
+import type { Queryable } from '../db/pool.js';
 import type { Caller } from './keys.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
@@ -18,6 +18,9 @@ export interface CounterState {
 
 export interface ChargeResult extends CounterState {
   allowed: boolean;
+  /** The counter row charged, for a refund. */
+  subject: string;
+  day: string;
 }
 
 const UNLIMITED = 2_147_483_647;
@@ -70,7 +73,7 @@ export interface UsageReader {
  */
 export class Meter implements UsageReader {
   constructor(
-    private readonly em: EntityManager,
+    private readonly db: Queryable,
     private readonly clock: Clock,
   ) {}
 
@@ -79,19 +82,30 @@ export class Meter implements UsageReader {
     const { name, limit } = keyOf(subject, counter);
     const ceiling = limit < 0 ? UNLIMITED : limit;
     const day = utcDay(now);
-    const rows = await this.em.getConnection().execute<{ used: number }[]>(
-      `insert into usage_counters (subject, counter, day, used)
-       select ?, ?, ?::date, ?::int where ?::int <= ?::int
-       on conflict (subject, counter, day)
-       do update set used = usage_counters.used + excluded.used
-        where usage_counters.used + excluded.used <= ?::int
-       returning used`,
-      [name, counter, day, units, units, ceiling, ceiling],
-    );
+    const { rows } = await this.db.query<{ used: number }>({
+      name: 'charge-counter',
+      text: `insert into usage_counters (subject, counter, day, used)
+             select $1, $2, $3::date, $4::int where $4::int <= $5::int
+             on conflict (subject, counter, day)
+             do update set used = usage_counters.used + excluded.used
+              where usage_counters.used + excluded.used <= $5::int
+             returning used`,
+      values: [name, counter, day, units, ceiling],
+    });
     const resetAt = nextUtcMidnight(now);
-    if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt };
+    if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt, subject: name, day };
     const used = await this.read(name, counter, day);
-    return { allowed: false, counter, limit, used, resetAt };
+    return { allowed: false, counter, limit, used, resetAt, subject: name, day };
+  }
+
+  /** Gives back a charge whose request then failed on the server's side (5xx). */
+  async refund(charge: ChargeResult, units: number): Promise<void> {
+    await this.db.query({
+      name: 'refund-counter',
+      text: `update usage_counters set used = greatest(0, used - $4)
+              where subject = $1 and counter = $2 and day = $3::date`,
+      values: [charge.subject, charge.counter, charge.day, units],
+    });
   }
 
   /** The state of a counter without charging it (for the headers of uncharged operations). */
@@ -102,19 +116,21 @@ export class Meter implements UsageReader {
   }
 
   async today(caller: Caller): Promise<{ check: number; report: number }> {
-    const rows = await this.em.getConnection().execute<{ counter: Counter; used: number }[]>(
-      'select counter, used from usage_counters where subject = ? and day = ?::date',
-      [`a:${caller.accountId}`, utcDay(this.clock.now())],
-    );
+    const { rows } = await this.db.query<{ counter: Counter; used: number }>({
+      name: 'usage-today',
+      text: 'select counter, used from usage_counters where subject = $1 and day = $2::date',
+      values: [`a:${caller.accountId}`, utcDay(this.clock.now())],
+    });
     const used = (counter: Counter) => rows.find((r) => r.counter === counter)?.used ?? 0;
     return { check: used('check'), report: used('report') };
   }
 
   private async read(name: string, counter: Counter, day: string): Promise<number> {
-    const rows = await this.em.getConnection().execute<{ used: number }[]>(
-      'select used from usage_counters where subject = ? and counter = ? and day = ?::date',
-      [name, counter, day],
-    );
+    const { rows } = await this.db.query<{ used: number }>({
+      name: 'read-counter',
+      text: 'select used from usage_counters where subject = $1 and counter = $2 and day = $3::date',
+      values: [name, counter, day],
+    });
     return rows[0]?.used ?? 0;
   }
 }

@@ -9,9 +9,11 @@ import { ManualClock } from '../../src/clock.js';
 import type { Config } from '../../src/config.js';
 import type { Role } from '../../src/db/entities.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
 import { createLogger } from '../../src/http/logging.js';
 import { KeyService, type CreatedKey } from '../../src/keys/keys.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
+import { openGeoIp } from '../../src/geo/geoip.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 const api = loadApiArtifacts();
@@ -24,6 +26,7 @@ export interface TestServer {
   /** A client typed from the generated contract: a test that drifts from it fails to compile. */
   client: Client<paths>;
   orm: Orm;
+  pool: Pool;
   clock: ManualClock;
   db: TestDatabase;
   /** Every log line the server wrote, as text. */
@@ -56,9 +59,12 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   const logger = createLogger('debug', sink);
   const orm = await openOrm({ url: db.url, poolMax: db.embedded ? 2 : 10, logger });
   if (owner && db.embedded) await migrate(orm, db.url);
+  const pool = createPool(db.url, db.embedded ? 2 : 10, { prepared: !db.embedded });
   const clock = options.clock ?? new ManualClock(new Date());
   const app = buildApp({
     orm,
+    pool,
+    geo: await openGeoIp(),
     logger,
     clock,
     api,
@@ -73,14 +79,19 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     base,
     client: createClient<paths>({ baseUrl: base }),
     orm,
+    pool,
     clock,
     db,
     logs,
     createKey: (role, o = {}) => keys.create({ role, ...o }),
     sibling: () => startOn(db, { ...options, clock }, false),
     async close() {
+      if (process.env.TEST_SHOW_ERRORS) {
+        for (const line of logs) if (/"level":50/.test(line)) process.stderr.write(line);
+      }
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await pool.end();
       await orm.close();
       if (owner) await db.drop();
     },

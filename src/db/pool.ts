@@ -1,0 +1,49 @@
+import pg from 'pg';
+
+/**
+ * The plain pg pool for the hot paths (authentication, quota charges, lookups, report writes):
+ * plain rows instead of hydrated entities, native array parameters, named prepared statements.
+ * MikroORM keeps the entities, migrations and administration.
+ */
+export type Pool = pg.Pool;
+export type Queryable = pg.Pool | pg.PoolClient;
+
+// bigint counts and ids (int8) arrive as numbers: they stay far below 2^53 here.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+/**
+ * `prepared: false` drops statement names: the embedded PostgreSQL multiplexes every client
+ * connection onto one session, where a name prepared by one connection collides with the next.
+ */
+export function createPool(url: string, max: number, options: { prepared?: boolean } = {}): Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    // A dead database must fail requests fast (503), not hang them.
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: 15_000,
+    idleTimeoutMillis: 30_000,
+  });
+  if (options.prepared === false) {
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    pool.query = ((config: unknown, ...rest: unknown[]) =>
+      query(typeof config === 'object' && config !== null ? { ...config, name: undefined } : config, ...rest)) as Pool['query'];
+  }
+  return pool;
+}
+
+/** Runs `work` in a transaction on one connection; rolls back when it throws. */
+export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const result = await work(client);
+    await client.query('commit');
+    return result;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,144 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import maxmind, { type Reader, type Response } from 'maxmind';
+import { type PublicAddress, parsePublicAddress } from './address.js';
+import { type AsnRecord, type AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
+
+/**
+ * GeoIP enrichment: country, ASN and ISP (AS organisation name) of an address, read from local
+ * files only. By default it uses the openly licensed ip-location-db data shipped as npm packages
+ * (see GEO_ATTRIBUTION); an operator can point it at MaxMind-format databases instead.
+ */
+
+export interface GeoInfo {
+  /** ISO 3166-1 alpha-2, upper case. */
+  countryCode: string | null;
+  asn: number | null;
+  /** The AS organisation name. */
+  isp: string | null;
+}
+
+export interface GeoIp {
+  /**
+   * Synchronous and allocation-light. Never throws: invalid input, non-public addresses
+   * (private, loopback, documentation, ...) and addresses missing from the data give nulls.
+   * IPv4-mapped IPv6 (`::ffff:1.2.3.4`) is looked up as IPv4.
+   */
+  lookup(ip: string): GeoInfo;
+}
+
+export interface GeoIpOptions {
+  /** A MaxMind-format country database (GeoLite2-Country or compatible) replacing the bundled one. */
+  countryDb?: string;
+  /** A MaxMind-format ASN database (GeoLite2-ASN or compatible) replacing the bundled CSVs. */
+  asnDb?: string;
+}
+
+/**
+ * Attribution for the bundled data, as a Markdown paragraph (the CC BY 4.0 sources require it).
+ * Databases configured through GeoIpOptions carry their own licence terms.
+ */
+export const GEO_ATTRIBUTION =
+  'IP geolocation data from [ip-location-db](https://github.com/sapics/ip-location-db) by sapics. ' +
+  'Country data (`geo-whois-asn-country`, published as CC0 1.0) is derived from RIR statistics and WHOIS data ' +
+  'by the [Number Resource Organization](https://www.nro.net/) (CC BY 4.0) and public geofeeds. ' +
+  'ASN and ISP data (`asn`) is licensed under [CC BY 4.0](https://creativecommons.org/licenses/by/4.0/) ' +
+  'and combines data by [RouteViews](https://www.routeviews.org/), the [NRO](https://www.nro.net/) and ' +
+  "[IP Geolocation by DB-IP](https://db-ip.com) (IP to ASN Lite), merged by ip-location-db; this server " +
+  'further drops special-purpose AS numbers and placeholder organisation names.';
+
+/** The fields read from MaxMind (GeoLite2 / GeoIP2) records and ip-location-db's flat ones. */
+interface MmdbRecord {
+  country?: { iso_code?: unknown };
+  registered_country?: { iso_code?: unknown };
+  country_code?: unknown;
+  autonomous_system_number?: unknown;
+  autonomous_system_organization?: unknown;
+}
+
+/**
+ * The record for an address, or null. An IPv4-only database cannot answer for IPv6: its tree
+ * would match the address's first 32 bits as if they were an IPv4 address.
+ */
+function mmdbRecord(reader: Reader<Response>, addr: PublicAddress): MmdbRecord | null {
+  if (addr.version === 6 && reader.metadata.ipVersion === 4) return null;
+  try {
+    return reader.get(addr.text) as MmdbRecord | null;
+  } catch {
+    return null; // a corrupt data section; lookups must not throw
+  }
+}
+
+const COUNTRY_CODE = /^[A-Za-z]{2}$/;
+
+/** GeoLite2's `country`, else `registered_country` (set alone for some anycast ranges), else `country_code`. */
+function countryOf(record: MmdbRecord | null): string | null {
+  const code = record?.country?.iso_code ?? record?.registered_country?.iso_code ?? record?.country_code;
+  return typeof code === 'string' && COUNTRY_CODE.test(code) ? code.toUpperCase() : null;
+}
+
+function asnOf(record: MmdbRecord | null): AsnRecord | null {
+  const asn = record?.autonomous_system_number;
+  if (typeof asn !== 'number' || !isPublicAsn(asn)) return null;
+  const org = record?.autonomous_system_organization;
+  return { asn, isp: typeof org === 'string' && org !== '' ? org : null };
+}
+
+const require = createRequire(import.meta.url);
+
+/** Per-process caches, so every openGeoIp() shares one copy of the data. Failed loads are forgotten. */
+let bundledAsn: Promise<AsnTable> | undefined;
+const readers = new Map<string, Promise<Reader<Response>>>();
+
+function bundledAsnTable(): Promise<AsnTable> {
+  bundledAsn ??= loadAsnTable(
+    require.resolve('@ip-location-db/asn/asn-ipv4-num.csv'),
+    require.resolve('@ip-location-db/asn/asn-ipv6-num.csv'),
+  ).catch((err: unknown) => {
+    bundledAsn = undefined;
+    throw new Error(`GeoIP: cannot load the bundled ASN data: ${(err as Error).message}`, { cause: err });
+  });
+  return bundledAsn;
+}
+
+function openMmdb(file: string, what: string): Promise<Reader<Response>> {
+  const key = path.resolve(file);
+  let reader = readers.get(key);
+  if (!reader) {
+    reader = maxmind.open<Response>(key).catch((err: unknown) => {
+      readers.delete(key);
+      // Errors without a code come from parsing the file rather than reading it.
+      const { code, message } = err as NodeJS.ErrnoException;
+      const reason = code ? message : `not a MaxMind database (${message})`;
+      throw new Error(`GeoIP: cannot open the ${what} database ${key}: ${reason}`, { cause: err });
+    });
+    readers.set(key, reader);
+  }
+  return reader;
+}
+
+/**
+ * Loads the data (once per process) and returns the lookup. Rejects with an error naming the
+ * file if a configured database is missing or is not a MaxMind database.
+ */
+export async function openGeoIp(options: GeoIpOptions = {}): Promise<GeoIp> {
+  const asnLookup: Promise<(addr: PublicAddress) => AsnRecord | null> = options.asnDb
+    ? openMmdb(options.asnDb, 'ASN').then((reader) => (addr) => asnOf(mmdbRecord(reader, addr)))
+    : bundledAsnTable().then((table) => (addr) => table.lookup(addr.words));
+  const [countryReader, asnOfAddress] = await Promise.all([
+    openMmdb(
+      options.countryDb ?? require.resolve('@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb'),
+      'country',
+    ),
+    asnLookup,
+  ]);
+
+  return {
+    lookup(ip: string): GeoInfo {
+      const addr = parsePublicAddress(ip);
+      if (!addr) return { countryCode: null, asn: null, isp: null };
+      const asn = asnOfAddress(addr);
+      return { countryCode: countryOf(mmdbRecord(countryReader, addr)), asn: asn?.asn ?? null, isp: asn?.isp ?? null };
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import { sendData } from '../http/envelope.js';
+import { sourceIp } from '../http/metering.js';
+import type { DataOf, Handlers } from '../http/types.js';
+import type { ReputationService } from './service.js';
+
+export function reputationHandlers(reputation: ReputationService): Handlers {
+  return {
+    async checkIpPublic(req, res) {
+      const data: DataOf<'checkIpPublic'> = await reputation.checkPublic(req.query.ip, req.query.verbose ?? false);
+      sendData(res, data);
+    },
+
+    async checkIp(req, res) {
+      const data: DataOf<'checkIp'> = await reputation.check(req.query.ip, {
+        verbose: req.query.verbose ?? false,
+        includeReports: req.query.include_reports ?? false,
+      });
+      sendData(res, data);
+    },
+
+    async bulkCheckIps(req, res) {
+      const data: DataOf<'bulkCheckIps'> = await reputation.bulkCheck(req.body.ips, res.locals.charge!);
+      sendData(res, data);
+    },
+
+    async reportIp(req, res) {
+      const data: DataOf<'reportIp'> = await reputation.report(res.locals.caller!, sourceIp(req), req.body, res.locals.charge!);
+      sendData(res, data, 'The report was recorded.');
+    },
+
+    async bulkReportIps(req, res) {
+      const data: DataOf<'bulkReportIps'> = await reputation.bulkReport(res.locals.caller!, sourceIp(req), req.body.csv, res.locals.charge!);
+      sendData(res, data, 'The bulk report was processed.');
+    },
+
+    async listReports(req, res) {
+      const data: DataOf<'listReports'> = await reputation.history(
+        req.params.ip,
+        req.query.page ?? 1,
+        req.query.per_page ?? 25,
+      );
+      sendData(res, data);
+    },
+
+    async searchIpsPublic(req, res) {
+      const data: DataOf<'searchIpsPublic'> = await reputation.search(req.query.q, req.query.limit ?? 20);
+      sendData(res, data);
+    },
+  };
+}

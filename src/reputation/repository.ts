@@ -1,0 +1,422 @@
+import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import type { Role } from '../db/entities.js';
+
+/** The per-IP aggregate, maintained on write: a lookup never scans the reports. */
+export interface IpAggregate {
+  ip: string;
+  totalReports: number;
+  reportRows: number;
+  uniqueReporters: number;
+  honeypotReports: number;
+  lastReportedAt: Date | null;
+  categories: number[];
+  maxSeverity: number;
+  decaySum: number;
+  countryCode: string | null;
+  asn: number | null;
+  isp: string | null;
+  whitelisted: boolean;
+}
+
+interface AggregateRow {
+  ip: string;
+  total_reports: number | null;
+  report_rows: number | null;
+  unique_reporters: number | null;
+  honeypot_reports: number | null;
+  last_reported_at: Date | null;
+  categories: number[] | null;
+  max_severity: number | null;
+  decay_sum: number | null;
+  country_code: string | null;
+  asn: number | null;
+  isp: string | null;
+  whitelisted: boolean;
+}
+
+const AGGREGATE_COLUMNS = `s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports,
+  s.last_reported_at, s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp`;
+
+function toAggregate(row: AggregateRow): IpAggregate {
+  return {
+    ip: row.ip,
+    totalReports: row.total_reports ?? 0,
+    reportRows: row.report_rows ?? 0,
+    uniqueReporters: row.unique_reporters ?? 0,
+    honeypotReports: row.honeypot_reports ?? 0,
+    lastReportedAt: row.last_reported_at,
+    categories: row.categories ?? [],
+    maxSeverity: row.max_severity ?? 0,
+    decaySum: row.decay_sum ?? 0,
+    countryCode: row.country_code,
+    asn: row.asn,
+    isp: row.isp,
+    whitelisted: row.whitelisted,
+  };
+}
+
+export interface ReportRecord {
+  id: number;
+  categories: number[];
+  comment: string;
+  reportedAt: Date;
+  reporterRole: Role;
+  aggregationCount: number;
+}
+
+/** One report of a batch, already validated and normalised. */
+export interface NewReport {
+  ip: string;
+  categories: number[];
+  comment: string;
+  /** Highest severity of its categories. */
+  severity: number;
+  geo: { countryCode: string | null; asn: number | null; isp: string | null };
+}
+
+export interface StoredReport {
+  reportId: number;
+  ip: string;
+  categories: number[];
+  /** The address's score after the batch. */
+  score: number;
+}
+
+export const AGGREGATION_WINDOW_MS = 5 * 60_000;
+
+const pgArray = (values: number[]) => `{${values.join(',')}}`;
+const union = (a: number[], b: number[]) => [...new Set([...a, ...b])].sort((x, y) => x - y);
+
+export class ReputationRepository {
+  constructor(private readonly pool: Pool) {}
+
+  /** The aggregate of one address (zeros when it has no reports), in one round trip. */
+  async findOne(ip: string): Promise<IpAggregate> {
+    const { rows } = await this.pool.query<AggregateRow>({
+      name: 'ip-aggregate',
+      text: `select $1::text as ip, ${AGGREGATE_COLUMNS},
+                    exists (select 1 from whitelist w where w.range >>= $1::inet) as whitelisted
+               from (select 1) one left join ip_stats s on s.ip = $1`,
+      values: [ip],
+    });
+    return toAggregate(rows[0]!);
+  }
+
+  /** The aggregates of many addresses in one query, in the order given. */
+  async findMany(ips: string[]): Promise<IpAggregate[]> {
+    const { rows } = await this.pool.query<AggregateRow>({
+      name: 'ip-aggregates',
+      text: `select q.ip, ${AGGREGATE_COLUMNS},
+                    exists (select 1 from whitelist w where w.range >>= q.ip::inet) as whitelisted
+               from unnest($1::text[]) with ordinality as q(ip, n)
+               left join ip_stats s on s.ip = q.ip
+              order by q.n`,
+      values: [ips],
+    });
+    return rows.map(toAggregate);
+  }
+
+  /** Reports about an address, newest first. */
+  async history(ip: string, limit: number, offset: number): Promise<ReportRecord[]> {
+    const { rows } = await this.pool.query<{
+      id: number;
+      categories: number[];
+      comment: string;
+      reported_at: Date;
+      reporter_role: Role;
+      aggregation_count: number;
+    }>({
+      name: 'report-history',
+      text: `select id, categories, comment, reported_at, reporter_role, aggregation_count
+               from reports where ip = $1
+              order by reported_at desc, id desc limit $2 offset $3`,
+      values: [ip, limit, offset],
+    });
+    return rows.map((r) => ({
+      id: r.id,
+      categories: r.categories,
+      comment: r.comment,
+      reportedAt: r.reported_at,
+      reporterRole: r.reporter_role,
+      aggregationCount: r.aggregation_count,
+    }));
+  }
+
+  /** Addresses whose text starts with `prefix`, in address order (an index range scan). */
+  searchPrefix(prefix: string, limit: number): Promise<IpAggregate[]> {
+    return this.search('search-prefix', `s.ip like $1 || '%' order by s.ip`, [prefix.replace(/[\\%_]/g, '\\$&'), limit]);
+  }
+
+  /** Addresses of a country, most reported first. */
+  searchCountry(countryCode: string, limit: number): Promise<IpAggregate[]> {
+    return this.search('search-country', 's.country_code = $1 order by s.total_reports desc, s.ip', [countryCode, limit]);
+  }
+
+  /** Addresses of an autonomous system, most reported first. */
+  searchAsn(asn: number, limit: number): Promise<IpAggregate[]> {
+    return this.search('search-asn', 's.asn = $1 order by s.total_reports desc, s.ip', [asn, limit]);
+  }
+
+  private async search(name: string, where: string, values: unknown[]): Promise<IpAggregate[]> {
+    const { rows } = await this.pool.query<AggregateRow>({
+      name,
+      text: `select s.ip, ${AGGREGATE_COLUMNS},
+                    exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+               from ip_stats s where ${where} limit $2`,
+      values,
+    });
+    return rows.map(toAggregate);
+  }
+
+  /**
+   * Stores a batch of reports by one reporter in one transaction. A report about an address
+   * the same reporter reported less than 5 minutes ago is merged into that earlier report
+   * (its categories joined, its aggregation count raised); reports of the same address inside
+   * the batch merge likewise. The per-IP aggregates and the statistics rollups are updated in
+   * the same transaction. Returns, per address, the report its submissions ended in and the
+   * address's new score.
+   */
+  async store(
+    reporter: { accountId: number; role: Role; country: string | null },
+    reports: NewReport[],
+    now: Date,
+    decay: number,
+    scoreOf: (aggregate: IpAggregate) => number,
+  ): Promise<Map<string, StoredReport>> {
+    const byIp = new Map<string, NewReport[]>();
+    for (const report of reports) {
+      const list = byIp.get(report.ip);
+      if (list) list.push(report);
+      else byIp.set(report.ip, [report]);
+    }
+    const ips = [...byIp.keys()];
+    return transaction(this.pool, async (client) => {
+      // Concurrent batches of one reporter about one address take turns, so they aggregate.
+      await client.query(
+        `select pg_advisory_xact_lock(k) from (
+           select distinct hashtextextended($1::text || ':' || ip, 0) as k from unnest($2::text[]) ip
+         ) keys order by k`,
+        [reporter.accountId, ips],
+      );
+      const recent = await this.recentReports(client, reporter.accountId, ips, new Date(now.getTime() - AGGREGATION_WINDOW_MS));
+
+      const reportIds = new Map<string, { reportId: number; categories: number[] }>();
+      const inserts: { ip: string; categories: number[]; comment: string; aggregation: number }[] = [];
+      const merges: { id: number; categories: number[]; comment: string; aggregation: number }[] = [];
+      for (const [ip, list] of byIp) {
+        const categories = list.reduce((acc, r) => union(acc, r.categories), [] as number[]);
+        const comment = list.find((r) => r.comment !== '')?.comment ?? '';
+        const earlier = recent.get(ip);
+        if (earlier) {
+          const merged = union(earlier.categories, categories);
+          merges.push({
+            id: earlier.id,
+            categories: merged,
+            comment: earlier.comment || comment,
+            aggregation: earlier.aggregation_count + list.length,
+          });
+          reportIds.set(ip, { reportId: earlier.id, categories: merged });
+        } else {
+          inserts.push({ ip, categories, comment, aggregation: list.length - 1 });
+        }
+      }
+      if (inserts.length) {
+        const { rows } = await client.query<{ id: number; ip: string; categories: number[] }>(
+          `insert into reports (ip, account_id, reporter_role, reporter_country, categories, comment, reported_at, aggregation_count)
+           select v.ip, $1, $2, $3, v.categories::smallint[], v.comment, $4, v.aggregation
+             from unnest($5::text[], $6::text[], $7::text[], $8::int[]) as v(ip, categories, comment, aggregation)
+           returning id, ip, categories`,
+          [
+            reporter.accountId,
+            reporter.role,
+            reporter.country,
+            now,
+            inserts.map((r) => r.ip),
+            inserts.map((r) => pgArray(r.categories)),
+            inserts.map((r) => r.comment),
+            inserts.map((r) => r.aggregation),
+          ],
+        );
+        for (const row of rows) reportIds.set(row.ip, { reportId: row.id, categories: row.categories });
+      }
+      if (merges.length) {
+        await client.query(
+          `update reports r set categories = v.categories::smallint[], comment = v.comment, aggregation_count = v.aggregation
+             from unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) as v(id, categories, comment, aggregation)
+            where r.id = v.id`,
+          [merges.map((m) => m.id), merges.map((m) => pgArray(m.categories)), merges.map((m) => m.comment), merges.map((m) => m.aggregation)],
+        );
+      }
+      const { rows: newReporter } = await client.query<{ ip: string }>(
+        `insert into ip_reporters (ip, account_id) select unnest($1::text[]), $2
+         on conflict do nothing returning ip`,
+        [ips, reporter.accountId],
+      );
+      const firstFromReporter = new Set(newReporter.map((r) => r.ip));
+      const inserted = new Set(inserts.map((r) => r.ip));
+      const honeypot = reporter.role === 'honeypot';
+      const rows = ips.map((ip) => {
+        const list = byIp.get(ip)!;
+        return {
+          ip,
+          submissions: list.length,
+          newRows: inserted.has(ip) ? 1 : 0,
+          newReporter: firstFromReporter.has(ip) ? 1 : 0,
+          honeypot: honeypot ? list.length : 0,
+          categories: list.reduce((acc, r) => union(acc, r.categories), [] as number[]),
+          severity: Math.max(...list.map((r) => r.severity)),
+          decay: decay * list.length,
+          geo: list[0]!.geo,
+        };
+      });
+      const { rows: updated } = await client.query<AggregateRow & { first_seen: boolean }>(
+        `insert into ip_stats as s (ip, total_reports, report_rows, unique_reporters, honeypot_reports, first_reported_at,
+                               last_reported_at, categories, max_severity, decay_sum, country_code, asn, isp)
+         select v.ip, v.submissions, v.new_rows, v.new_reporter, v.honeypot, $1, $1, v.categories::smallint[],
+                v.severity, v.decay, v.country_code, v.asn, v.isp
+           from unnest($2::text[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::smallint[],
+                       $9::float8[], $10::text[], $11::int[], $12::text[])
+             as v(ip, submissions, new_rows, new_reporter, honeypot, categories, severity, decay, country_code, asn, isp)
+         on conflict (ip) do update set
+           total_reports = s.total_reports + excluded.total_reports,
+           report_rows = s.report_rows + excluded.report_rows,
+           unique_reporters = s.unique_reporters + excluded.unique_reporters,
+           honeypot_reports = s.honeypot_reports + excluded.honeypot_reports,
+           last_reported_at = greatest(s.last_reported_at, excluded.last_reported_at),
+           categories = array(select distinct c from unnest(s.categories || excluded.categories) c order by c),
+           max_severity = greatest(s.max_severity, excluded.max_severity),
+           decay_sum = s.decay_sum + excluded.decay_sum
+         returning s.ip, ${AGGREGATE_COLUMNS}, (xmax = 0) as first_seen,
+                   exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted`,
+        [
+          now,
+          rows.map((r) => r.ip),
+          rows.map((r) => r.submissions),
+          rows.map((r) => r.newRows),
+          rows.map((r) => r.newReporter),
+          rows.map((r) => r.honeypot),
+          rows.map((r) => pgArray(r.categories)),
+          rows.map((r) => r.severity),
+          rows.map((r) => r.decay),
+          rows.map((r) => r.geo.countryCode),
+          rows.map((r) => r.geo.asn),
+          rows.map((r) => r.geo.isp),
+        ],
+      );
+      const scores = new Map(updated.map((row) => [row.ip, scoreOf(toAggregate(row))]));
+      const firstSeen = new Set(updated.filter((row) => row.first_seen).map((row) => row.ip));
+      await this.rollUp(
+        client,
+        now,
+        reporter.country,
+        rows.map((r) => ({
+          submissions: r.submissions,
+          categories: r.categories,
+          newIp: firstSeen.has(r.ip),
+          country: r.geo.countryCode,
+          score: scores.get(r.ip) ?? 0,
+        })),
+      );
+      const stored = new Map<string, StoredReport>();
+      for (const [ip, { reportId, categories }] of reportIds) {
+        stored.set(ip, { reportId, ip, categories, score: scores.get(ip) ?? 0 });
+      }
+      return stored;
+    });
+  }
+
+  /**
+   * The statistics rollups, last in the report transaction so that their few hot rows are
+   * locked for as short a time as possible: activity per hour and category, totals per
+   * country, and cross-country connections per hour.
+   */
+  private async rollUp(
+    client: Queryable,
+    now: Date,
+    reporterCountry: string | null,
+    items: { submissions: number; categories: number[]; newIp: boolean; country: string | null; score: number }[],
+  ): Promise<void> {
+    const hour = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000);
+    const activity = new Map<number, { reports: number; newIps: number }>();
+    const bump = (category: number, reports: number, newIps: number) => {
+      const a = activity.get(category) ?? { reports: 0, newIps: 0 };
+      a.reports += reports;
+      a.newIps += newIps;
+      activity.set(category, a);
+    };
+    const countries = new Map<string, { ips: number; reports: number }>();
+    const connections = new Map<string, { reports: number; scoreSum: number }>();
+    for (const item of items) {
+      const newIps = item.newIp ? 1 : 0;
+      bump(0, item.submissions, newIps);
+      for (const category of item.categories) bump(category, item.submissions, newIps);
+      if (item.country) {
+        const c = countries.get(item.country) ?? { ips: 0, reports: 0 };
+        c.ips += newIps;
+        c.reports += item.submissions;
+        countries.set(item.country, c);
+        if (reporterCountry && reporterCountry !== item.country) {
+          const key = `${item.country}>${reporterCountry}`;
+          const conn = connections.get(key) ?? { reports: 0, scoreSum: 0 };
+          conn.reports += item.submissions;
+          conn.scoreSum += item.score * item.submissions;
+          connections.set(key, conn);
+        }
+      }
+    }
+    // Sorted keys: concurrent transactions lock the shared rows in the same order.
+    const categories = [...activity.keys()].sort((a, b) => a - b);
+    await client.query(
+      `insert into activity_hourly (hour, category, reports, new_ips)
+       select $1, v.category, v.reports, v.new_ips from unnest($2::smallint[], $3::int[], $4::int[]) as v(category, reports, new_ips)
+       on conflict (hour, category) do update set
+         reports = activity_hourly.reports + excluded.reports, new_ips = activity_hourly.new_ips + excluded.new_ips`,
+      [hour, categories, categories.map((c) => activity.get(c)!.reports), categories.map((c) => activity.get(c)!.newIps)],
+    );
+    if (countries.size) {
+      const codes = [...countries.keys()].sort();
+      await client.query(
+        `insert into country_totals (country_code, ips, reports)
+         select * from unnest($1::text[], $2::int[], $3::bigint[])
+         on conflict (country_code) do update set
+           ips = country_totals.ips + excluded.ips, reports = country_totals.reports + excluded.reports`,
+        [codes, codes.map((c) => countries.get(c)!.ips), codes.map((c) => countries.get(c)!.reports)],
+      );
+    }
+    if (connections.size) {
+      const keys = [...connections.keys()].sort();
+      await client.query(
+        `insert into connections_hourly (hour, source_country, target_country, reports, score_sum)
+         select $1, v.source, v.target, v.reports, v.score_sum
+           from unnest($2::text[], $3::text[], $4::int[], $5::bigint[]) as v(source, target, reports, score_sum)
+         on conflict (hour, source_country, target_country) do update set
+           reports = connections_hourly.reports + excluded.reports,
+           score_sum = connections_hourly.score_sum + excluded.score_sum`,
+        [
+          hour,
+          keys.map((k) => k.split('>')[0]),
+          keys.map((k) => k.split('>')[1]),
+          keys.map((k) => connections.get(k)!.reports),
+          keys.map((k) => connections.get(k)!.scoreSum),
+        ],
+      );
+    }
+  }
+
+  private async recentReports(client: Queryable, accountId: number, ips: string[], since: Date) {
+    const { rows } = await client.query<{
+      id: number;
+      ip: string;
+      categories: number[];
+      comment: string;
+      aggregation_count: number;
+    }>(
+      `select distinct on (ip) id, ip, categories, comment, aggregation_count
+         from reports
+        where account_id = $1 and ip = any($2::text[]) and reported_at > $3
+        order by ip, reported_at desc`,
+      [accountId, ips, since],
+    );
+    return new Map(rows.map((r) => [r.ip, r]));
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The abuse confidence score (0-100), as published in the description of GET /check and in
+ * the README. Pure: everything it needs is in the per-IP aggregate and the current time.
+ */
+
+export const HALF_LIFE_DAYS = 14;
+const HALF_LIFE_MS = HALF_LIFE_DAYS * 86_400_000;
+/**
+ * Age weights are stored as 2^((t - EPOCH) / half-life) and summed on write, so that the sum of
+ * every report's weight at any later time is one multiplication: sum * 2^(-(now - EPOCH) / h).
+ * A double holds these up to 2^1023, i.e. until about 2064 with this epoch.
+ */
+const EPOCH_MS = Date.UTC(2025, 0, 1);
+
+/** What one report submission adds to `ip_stats.decay_sum`. */
+export function decayContribution(reportedAt: Date): number {
+  return 2 ** ((reportedAt.getTime() - EPOCH_MS) / HALF_LIFE_MS);
+}
+
+/** The age-weighted number of submissions at `now`: each counts 0.5^(ageDays / 14). */
+export function effectiveReports(decaySum: number, now: Date): number {
+  return decaySum * 2 ** (-(now.getTime() - EPOCH_MS) / HALF_LIFE_MS);
+}
+
+export interface ScoreInput {
+  /** Report submissions, aggregated ones included. */
+  reportCount: number;
+  uniqueReporters: number;
+  honeypotReports: number;
+  decaySum: number;
+  lastReportedAt: Date | null;
+  /** Highest severity (1-10) among the reported categories; 0 without reports. */
+  maxSeverity: number;
+  whitelisted: boolean;
+}
+
+export type ConstraintCode = 'whitelisted' | 'single_reporter' | 'two_reporters';
+
+export interface ConstraintReason {
+  code: ConstraintCode;
+  cap: number;
+  message: string;
+}
+
+export interface Score {
+  abuseConfidencePercentage: number;
+  confidenceBreakdown: {
+    reportScore: number;
+    diversityScore: number;
+    recencyWeight: number;
+    severityWeight: number;
+    honeypotBonus: number;
+    maxConfidence: number;
+    constraintReasons: ConstraintReason[];
+  };
+  debugInfo: {
+    reportCount: number;
+    uniqueReporters: number;
+    honeypotReportsCount: number;
+    effectiveReportCount: number;
+    timeDampeningFactor: number;
+  };
+}
+
+const CAPS: Record<ConstraintCode, ConstraintReason> = {
+  whitelisted: { code: 'whitelisted', cap: 0, message: 'The address is on the operator whitelist.' },
+  single_reporter: {
+    code: 'single_reporter',
+    cap: 60,
+    message: 'All reports come from one account; a single reporter cannot push the score above 60.',
+  },
+  two_reporters: {
+    code: 'two_reporters',
+    cap: 85,
+    message: 'All reports come from two accounts; the score stays at or below 85 until a third reporter confirms.',
+  },
+};
+
+const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+export function computeScore(input: ScoreInput, now: Date): Score {
+  const reasons: ConstraintReason[] = [];
+  if (input.whitelisted) reasons.push(CAPS.whitelisted);
+  if (input.uniqueReporters === 1) reasons.push(CAPS.single_reporter);
+  if (input.uniqueReporters === 2) reasons.push(CAPS.two_reporters);
+  const maxConfidence = Math.min(100, ...reasons.map((r) => r.cap));
+
+  const hasReports = input.reportCount > 0 && input.lastReportedAt !== null;
+  // A report stamped a little in the future (clock skew between writers) weighs as a new one.
+  const effective = hasReports ? Math.min(input.reportCount, effectiveReports(input.decaySum, now)) : 0;
+  const reportScore = 100 * (1 - Math.exp(-effective / 6));
+  const diversityScore = input.uniqueReporters > 1 ? 100 * (1 - Math.exp(-(input.uniqueReporters - 1) / 4)) : 0;
+  const hoursSinceLast = hasReports ? Math.max(0, now.getTime() - input.lastReportedAt!.getTime()) / 3_600_000 : 0;
+  const recencyWeight = hasReports ? 0.5 + 0.5 * Math.exp(-hoursSinceLast / 168) : 0;
+  const severityWeight = hasReports && input.maxSeverity > 0 ? 0.6 + 0.04 * Math.min(10, input.maxSeverity) : 0;
+  const honeypotBonus = Math.min(15, 5 * input.honeypotReports);
+  const raw = (0.65 * reportScore + 0.35 * diversityScore) * recencyWeight * severityWeight + honeypotBonus;
+  const score = hasReports ? Math.round(Math.max(0, Math.min(raw, maxConfidence, 100))) : 0;
+
+  return {
+    abuseConfidencePercentage: score,
+    confidenceBreakdown: {
+      reportScore: round(reportScore),
+      diversityScore: round(diversityScore),
+      recencyWeight: round(recencyWeight, 4),
+      severityWeight: round(severityWeight, 4),
+      honeypotBonus,
+      maxConfidence,
+      constraintReasons: reasons,
+    },
+    debugInfo: {
+      reportCount: input.reportCount,
+      uniqueReporters: input.uniqueReporters,
+      honeypotReportsCount: input.honeypotReports,
+      effectiveReportCount: Math.round(effective),
+      timeDampeningFactor: input.reportCount > 0 ? round(effective / input.reportCount, 4) : 0,
+    },
+  };
+}

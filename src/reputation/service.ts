@@ -1,0 +1,319 @@
+import { parse } from 'csv-parse/sync';
+import type { Clock } from '../clock.js';
+import type { CategoryService } from '../categories/categories.js';
+import type { GeoIp } from '../geo/geoip.js';
+import { ApiError, unprocessable } from '../http/errors.js';
+import type { Caller } from '../keys/keys.js';
+import { parseIp, unreportableReason, type ParsedIp } from './ip.js';
+import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
+import { computeScore, decayContribution, type Score } from './score.js';
+
+/** Charges the operation's daily counter, or throws 429 (see http/metering.ts). */
+export type Charge = (units: number) => Promise<void>;
+
+export const COMMENT_MAX = 1024;
+export const BULK_REPORT_MAX_LINES = 10_000;
+export const BULK_REPORT_MAX_BYTES = 2 * 1024 * 1024;
+export const CHECK_REPORTS_SHOWN = 25;
+
+export interface ReputationRecord {
+  ip: string;
+  abuseConfidencePercentage: number;
+  totalReports: number;
+  lastReportedAt: string | null;
+  categories: number[];
+  countryCode: string;
+  isp: string;
+}
+
+export interface FullRecord extends ReputationRecord {
+  isWhitelisted: boolean;
+  confidenceBreakdown?: Score['confidenceBreakdown'];
+  debugInfo?: Score['debugInfo'];
+  reports?: ReportView[];
+}
+
+export interface ReportView {
+  id: number;
+  categories: number[];
+  comment: string;
+  reportedAt: string;
+  reporterRole: ReportRecord['reporterRole'];
+  aggregationCount: number;
+}
+
+/** Control characters (C0 but tab and line feed, DEL, C1) never reach storage. */
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+export const cleanComment = (comment: string) => comment.replace(/\r\n?/g, '\n').replace(CONTROL, '');
+
+type Refusal = { field: 'ip' | 'categories' | 'comment'; message: string };
+
+type CsvLine = { line: number; input: string } & (
+  | { ip: string; categories: number[]; comment: string }
+  | { error: string }
+);
+
+const toView = (r: ReportRecord): ReportView => ({
+  id: r.id,
+  categories: r.categories,
+  comment: r.comment,
+  reportedAt: r.reportedAt.toISOString(),
+  reporterRole: r.reporterRole,
+  aggregationCount: r.aggregationCount,
+});
+
+export class ReputationService {
+  constructor(
+    private readonly repository: ReputationRepository,
+    private readonly categories: CategoryService,
+    private readonly geo: GeoIp,
+    private readonly clock: Clock,
+  ) {}
+
+  private score(aggregate: IpAggregate): Score {
+    return computeScore(
+      {
+        reportCount: aggregate.totalReports,
+        uniqueReporters: aggregate.uniqueReporters,
+        honeypotReports: aggregate.honeypotReports,
+        decaySum: aggregate.decaySum,
+        lastReportedAt: aggregate.lastReportedAt,
+        maxSeverity: aggregate.maxSeverity,
+        whitelisted: aggregate.whitelisted,
+      },
+      this.clock.now(),
+    );
+  }
+
+  /** Country and network: as stored with the reports, else from the geolocation data. */
+  private place(aggregate: IpAggregate) {
+    const geo = aggregate.countryCode || aggregate.isp ? aggregate : this.geo.lookup(aggregate.ip);
+    return { countryCode: geo.countryCode ?? 'ZZ', isp: geo.isp ?? '' };
+  }
+
+  private record(aggregate: IpAggregate, score: Score): ReputationRecord {
+    return {
+      ip: aggregate.ip,
+      abuseConfidencePercentage: score.abuseConfidencePercentage,
+      totalReports: aggregate.totalReports,
+      lastReportedAt: aggregate.lastReportedAt?.toISOString() ?? null,
+      categories: aggregate.categories,
+      ...this.place(aggregate),
+    };
+  }
+
+  private parse(ip: string, location: 'query' | 'path' | 'body', name = 'ip'): ParsedIp {
+    const parsed = parseIp(ip);
+    if (!parsed) throw new ApiError(400, `Invalid request: ${name} '${ip}' is not an IPv4 or IPv6 address.`, {
+      errors: [{ location, name, message: 'must be an IPv4 or IPv6 address' }],
+    });
+    return parsed;
+  }
+
+  /** GET /check-public. */
+  async checkPublic(ip: string, verbose: boolean) {
+    const aggregate = await this.repository.findOne(this.parse(ip, 'query').ip);
+    const score = this.score(aggregate);
+    return { ...this.record(aggregate, score), ...(verbose ? { confidenceBreakdown: score.confidenceBreakdown } : {}) };
+  }
+
+  /** GET /check. */
+  async check(ip: string, options: { verbose: boolean; includeReports: boolean }): Promise<FullRecord> {
+    const parsed = this.parse(ip, 'query');
+    const [aggregate, reports] = await Promise.all([
+      this.repository.findOne(parsed.ip),
+      options.includeReports ? this.repository.history(parsed.ip, CHECK_REPORTS_SHOWN, 0) : undefined,
+    ]);
+    const score = this.score(aggregate);
+    return {
+      ...this.record(aggregate, score),
+      isWhitelisted: aggregate.whitelisted,
+      ...(options.verbose ? { confidenceBreakdown: score.confidenceBreakdown, debugInfo: score.debugInfo } : {}),
+      ...(reports ? { reports: reports.map(toView) } : {}),
+    };
+  }
+
+  /** POST /bulk-check: every distinct valid address is checked and charged once, in one query. */
+  async bulkCheck(entries: string[], charge: Charge) {
+    const invalid: { ip: string; error: string }[] = [];
+    const ips: string[] = [];
+    const seen = new Set<string>();
+    for (const entry of entries) {
+      const parsed = parseIp(entry);
+      if (!parsed) invalid.push({ ip: entry, error: 'not an IPv4 or IPv6 address' });
+      else if (!seen.has(parsed.ip)) {
+        seen.add(parsed.ip);
+        ips.push(parsed.ip);
+      }
+    }
+    if (ips.length) await charge(ips.length);
+    const aggregates = ips.length ? await this.repository.findMany(ips) : [];
+    const results = aggregates.map((a) => ({
+      ip: a.ip,
+      abuseConfidencePercentage: this.score(a).abuseConfidencePercentage,
+      totalReports: a.totalReports,
+      lastReportedAt: a.lastReportedAt?.toISOString() ?? null,
+      categories: a.categories,
+    }));
+    return { results, checked: results.length, invalid };
+  }
+
+  /** Validates one report; returns the refusal instead of throwing so bulk lines can list it. */
+  private async validateReport(ip: string, categories: number[], comment: string): Promise<NewReport | Refusal> {
+    const parsed = parseIp(ip);
+    if (!parsed) return { field: 'ip', message: `'${ip}' is not an IPv4 or IPv6 address` };
+    const reason = unreportableReason(parsed);
+    if (reason) return { field: 'ip', message: reason };
+    if (categories.length === 0) return { field: 'categories', message: 'at least one category id is required' };
+    const catalogue = await this.categories.severities();
+    const unknown = [...new Set(categories.filter((id) => !catalogue.has(id)))];
+    if (unknown.length) {
+      return {
+        field: 'categories',
+        message: `unknown category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`,
+      };
+    }
+    const cleaned = cleanComment(comment);
+    if (cleaned.length > COMMENT_MAX) return { field: 'comment', message: `the comment is longer than ${COMMENT_MAX} characters` };
+    return {
+      ip: parsed.ip,
+      categories: [...new Set(categories)].sort((a, b) => a - b),
+      comment: cleaned,
+      severity: Math.max(...categories.map((id) => catalogue.get(id)!)),
+      geo: this.geo.lookup(parsed.ip),
+    };
+  }
+
+  private store(caller: Caller, reporterIp: string, reports: NewReport[]) {
+    const now = this.clock.now();
+    const reporter = { ...caller, country: this.geo.lookup(reporterIp).countryCode };
+    return this.repository.store(reporter, reports, now, decayContribution(now), (a) => this.score(a).abuseConfidencePercentage);
+  }
+
+  /** POST /report. `reporterIp` is where the report came from: the target of attack-map connections. */
+  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: number[]; comment?: string }, charge: Charge) {
+    const report = await this.validateReport(input.ip, input.categories, input.comment ?? '');
+    if ('field' in report) {
+      throw unprocessable(`The report was refused: ${report.message}.`, [
+        { location: 'body', name: report.field, message: report.message },
+      ]);
+    }
+    await charge(1);
+    const stored = (await this.store(caller, reporterIp, [report])).get(report.ip)!;
+    return {
+      reportId: stored.reportId,
+      ip: stored.ip,
+      categories: stored.categories,
+      abuseConfidencePercentage: stored.score,
+    };
+  }
+
+  /**
+   * POST /bulk-report: every submitted line is charged (all or nothing), valid lines are stored,
+   * refused lines come back with their line number.
+   */
+  async bulkReport(caller: Caller, reporterIp: string, csv: string, charge: Charge) {
+    if (Buffer.byteLength(csv, 'utf8') > BULK_REPORT_MAX_BYTES) {
+      throw new ApiError(413, `The CSV is larger than ${BULK_REPORT_MAX_BYTES} bytes; split it into several requests.`);
+    }
+    const lines = this.parseCsv(csv);
+    if (lines.length > BULK_REPORT_MAX_LINES) {
+      throw new ApiError(413, `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
+    }
+    const errors: { line: number; input: string; error: string }[] = [];
+    const valid: NewReport[] = [];
+    for (const line of lines) {
+      if ('error' in line) {
+        errors.push({ line: line.line, input: line.input, error: line.error });
+        continue;
+      }
+      const report = await this.validateReport(line.ip, line.categories, line.comment);
+      if ('field' in report) errors.push({ line: line.line, input: line.input, error: report.message });
+      else valid.push(report);
+    }
+    if (lines.length) await charge(lines.length);
+    if (valid.length) await this.store(caller, reporterIp, valid);
+    return { success_count: valid.length, error_count: errors.length, errors };
+  }
+
+  /**
+   * One report per line (the specification separates reports by line feeds), each line parsed
+   * by csv-parse on its own: a broken quote costs its own line only, never the lines after it.
+   */
+  private parseCsv(csv: string): CsvLine[] {
+    const out: CsvLine[] = [];
+    let seenData = false;
+    csv.split('\n').forEach((rawLine, index) => {
+      const input = rawLine.replace(/\r$/, '');
+      const line = index + 1;
+      if (input.trim() === '') return;
+      let record: string[];
+      try {
+        record = (parse(input, { relax_column_count: true }) as string[][])[0] ?? [];
+      } catch (err) {
+        out.push({ line, input, error: `not valid CSV: ${(err as Error).message.replace(/ at line \d+/, '')}` });
+        seenData = true;
+        return;
+      }
+      if (!seenData && /^\s*ip\s*$/i.test(record[0] ?? '')) return; // the optional header line
+      seenData = true;
+      if (record.length > 3) {
+        out.push({ line, input, error: 'expected at most 3 columns: IP, Categories, Comment (quote a comment that contains commas)' });
+        return;
+      }
+      const [ip = '', categoriesText = '', comment = ''] = record;
+      const parts = categoriesText.split('|').map((p) => p.trim()).filter(Boolean);
+      if (parts.some((p) => !/^\d{1,3}$/.test(p))) {
+        out.push({ line, input, error: `categories must be ids joined with '|' (got '${categoriesText}')` });
+        return;
+      }
+      out.push({ line, input, ip: ip.trim(), categories: parts.map(Number), comment });
+    });
+    return out;
+  }
+
+  /** GET /reports/{ip}. */
+  async history(ip: string, page: number, perPage: number) {
+    const parsed = this.parse(ip, 'path');
+    const [aggregate, reports] = await Promise.all([
+      this.repository.findOne(parsed.ip),
+      this.repository.history(parsed.ip, perPage, (page - 1) * perPage),
+    ]);
+    const total = aggregate.reportRows;
+    return {
+      ip: parsed.ip,
+      reports: reports.map(toView),
+      total,
+      page,
+      per_page: perPage,
+      total_pages: Math.ceil(total / perPage),
+    };
+  }
+
+  /** GET /search-public: a full or partial address, a country code, or an ASN. */
+  async search(q: string, limit: number) {
+    const query = q.trim();
+    let found: IpAggregate[] = [];
+    const full = parseIp(query);
+    const asn = /^(?:AS)?(\d{1,10})$/i.exec(query);
+    if (full) {
+      const aggregate = await this.repository.findOne(full.ip);
+      found = aggregate.totalReports > 0 ? [aggregate] : [];
+    } else if (asn && (/^AS/i.test(query) || Number(asn[1]) > 255)) {
+      found = await this.repository.searchAsn(Number(asn[1]), limit);
+    } else if (/^[A-Za-z]{2}$/.test(query)) {
+      found = await this.repository.searchCountry(query.toUpperCase(), limit);
+    } else if (/^[0-9a-fA-F.:]+$/.test(query)) {
+      found = await this.repository.searchPrefix(query.toLowerCase(), limit);
+    }
+    return {
+      query: q,
+      results: found.map((a) => ({
+        ip: a.ip,
+        abuseConfidencePercentage: this.score(a).abuseConfidencePercentage,
+        totalReports: a.totalReports,
+        countryCode: this.place(a).countryCode,
+      })),
+    };
+  }
+}
