@@ -163,9 +163,10 @@ export interface paths {
          *     active API keys.
          *
          *     - **Access:** public, no key needed. A key that is sent must be valid.
-         *     - **Quota:** charges no counter, but it is rate-limited per source address
-         *       like the other public operations: while the per-IP public limit of the
-         *       calling address is used up, it answers 429, with or without a key.
+         *     - **Quota:** charges no counter, but without a key it is rate-limited per
+         *       source address like the other public operations: while the per-IP public
+         *       limit of the calling address is used up, it answers 429. With a key it
+         *       follows the key's quota, which it does not charge, and is never refused.
          *     - **Caching:** cache the counters for at least 15 minutes.
          *
          *     An earlier variant of this operation returned per-account statistics for a

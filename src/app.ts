@@ -22,7 +22,12 @@ import { keyHandlers } from './keys/handlers.js';
 import type { OperationId } from './keys/roles.js';
 import { Meter } from './keys/usage.js';
 import { API_BASE, type ApiArtifacts } from './openapi.js';
+import { blacklistHandlers } from './blacklist/handlers.js';
+import { BlacklistService } from './blacklist/service.js';
+import { blacklistSnapshots } from './blacklist/snapshots.js';
 import { reputationHandlers } from './reputation/handlers.js';
+import { statsHandlers } from './stats/handlers.js';
+import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
 import { ReputationService } from './reputation/service.js';
 
@@ -55,10 +60,13 @@ export function buildApp(deps: AppDeps): Express {
   const metering = new Metering(meter, clock);
   const categories = new CategoryService(em);
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock);
+  const snapshots = blacklistSnapshots(pool, clock);
   const handlers: Handlers = {
     ...categoryHandlers(categories),
     ...keyHandlers(meter),
     ...reputationHandlers(reputation),
+    ...blacklistHandlers(new BlacklistService(snapshots, categories, clock), snapshots),
+    ...statsHandlers(new StatsService(pool, categories, snapshots, clock)),
   };
 
   const app = express();

@@ -31,6 +31,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
+  BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   GEOIP_COUNTRY_DB: z.string().min(1).optional(),
   GEOIP_ASN_DB: z.string().min(1).optional(),
   NODE_ENV: z.string().default('development'),
@@ -47,6 +48,8 @@ export type Config = {
   dbPoolMax: number;
   /** Check every response against the OpenAPI document (on by default outside production). */
   validateResponses: boolean;
+  /** How often the blacklist snapshot is regenerated. */
+  blacklistIntervalMs: number;
   /** MaxMind-format databases that replace the bundled geolocation data. */
   geoip: { countryDb?: string; asnDb?: string };
 };
@@ -72,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     dbPoolMax: e.DB_POOL_MAX,
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
+    blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
   };
 }

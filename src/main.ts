@@ -6,6 +6,8 @@ import { connectDatabase } from './db/connect.js';
 import { createLogger } from './http/logging.js';
 import { loadApiArtifacts } from './openapi.js';
 import { openGeoIp } from './geo/geoip.js';
+import { blacklistSnapshots } from './blacklist/snapshots.js';
+import { BlacklistJob } from './jobs/blacklist-job.js';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -25,6 +27,15 @@ async function main(): Promise<void> {
   const api = loadApiArtifacts();
   const [geo, database] = await Promise.all([openGeoIp(config.geoip), connectDatabase(config, logger)]);
   const app = buildApp({ orm: database.orm, pool: database.pool, geo, config, logger, clock: systemClock, api });
+
+  const blacklistJob = new BlacklistJob(
+    database.pool,
+    blacklistSnapshots(database.pool, systemClock),
+    systemClock,
+    config.blacklistIntervalMs,
+    logger,
+  );
+  blacklistJob.start();
 
   const server = createServer(app);
   // Slow clients cannot hold a connection open forever.
@@ -53,6 +64,7 @@ async function main(): Promise<void> {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    await blacklistJob.stop();
     await database.close();
     logger.info('stopped');
     process.exit(0);

@@ -5,6 +5,8 @@ import { ROLES, type Role } from '../db/entities.js';
 import { createLogger } from '../http/logging.js';
 import { KeyService } from '../keys/keys.js';
 import { Whitelist } from '../reputation/whitelist.js';
+import { blacklistSnapshots } from '../blacklist/snapshots.js';
+import { systemClock } from '../clock.js';
 
 /**
  * The operator's command line: `npm run --silent cli -- <command>`. It connects to the same
@@ -120,6 +122,21 @@ whitelist
   .action(async (opts: { json?: boolean }) => {
     const entries = await withDatabase((db) => new Whitelist(db.pool).list());
     print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
+  });
+
+program
+  .command('blacklist')
+  .description('the blacklist snapshot')
+  .command('regenerate')
+  .description('score every reported address into a new snapshot now (the server does it every BLACKLIST_INTERVAL_MINUTES)')
+  .option('--json', 'print a JSON object')
+  .action(async (opts: { json?: boolean }) => {
+    const result = await withDatabase((db) => blacklistSnapshots(db.pool, systemClock).regenerate());
+    print(result, !!opts.json, () =>
+      result.changed
+        ? `new snapshot ${result.snapshotId}: ${result.entries} addresses`
+        : `the list is unchanged (snapshot ${result.snapshotId}, ${result.entries} addresses)`,
+    );
   });
 
 program

@@ -53,6 +53,22 @@ type CsvLine = { line: number; input: string } & (
   | { error: string }
 );
 
+/** The score of an address from its aggregate: the one way lookups, reports and the blacklist score. */
+export function scoreAggregate(aggregate: IpAggregate, now: Date): Score {
+  return computeScore(
+    {
+      reportCount: aggregate.totalReports,
+      uniqueReporters: aggregate.uniqueReporters,
+      honeypotReports: aggregate.honeypotReports,
+      decaySum: aggregate.decaySum,
+      lastReportedAt: aggregate.lastReportedAt,
+      maxSeverity: aggregate.maxSeverity,
+      whitelisted: aggregate.whitelisted,
+    },
+    now,
+  );
+}
+
 const toView = (r: ReportRecord): ReportView => ({
   id: r.id,
   categories: r.categories,
@@ -71,18 +87,7 @@ export class ReputationService {
   ) {}
 
   private score(aggregate: IpAggregate): Score {
-    return computeScore(
-      {
-        reportCount: aggregate.totalReports,
-        uniqueReporters: aggregate.uniqueReporters,
-        honeypotReports: aggregate.honeypotReports,
-        decaySum: aggregate.decaySum,
-        lastReportedAt: aggregate.lastReportedAt,
-        maxSeverity: aggregate.maxSeverity,
-        whitelisted: aggregate.whitelisted,
-      },
-      this.clock.now(),
-    );
+    return scoreAggregate(aggregate, this.clock.now());
   }
 
   /** Country and network: as stored with the reports, else from the geolocation data. */

@@ -65,6 +65,19 @@ describe('metering: each operation charges exactly its counter', () => {
     add('bulk-check of 3 valid and 1 invalid', () => api('/bulk-check', { key: pro.key, json: { ips: ['8.8.8.8', '1.1.1.1', '9.9.9.9', 'x'] } }), pro, 3, 0, 0);
     add('report', () => api('/report', { key: pro.key, json: { ip: '8.8.8.8', categories: [4] } }), pro, 0, 1, 0);
     add('bulk-report of 4 lines', () => api('/bulk-report', { key: ent.key, json: { csv: '8.8.8.8,4\n1.1.1.1,4\n10.0.0.1,4\n9.9.9.9,4' } }), ent, 0, 4, 0);
+    add('stats-public with key', () => api('/stats-public', { key: pro.key, from: ip }), pro, 1, 0, 0);
+    add('attack-map-data with key', () => api('/attack-map-data', { key: pro.key, from: ip }), pro, 1, 0, 0);
+    add('stats-public without key', () => api('/stats-public', { from: ip }), undefined, 0, 0, 1);
+    add('attack-map-data without key', () => api('/attack-map-data', { from: ip }), undefined, 0, 0, 1);
+    add('statistics without key', () => api('/statistics', { from: ip }), undefined, 0, 0, 0);
+    add('statistics with key', () => api('/statistics', { key: pro.key, from: ip }), pro, 0, 0, 0);
+    add('blacklist-categories', () => api('/blacklist-categories', { from: ip }), undefined, 0, 0, 0);
+    add('blacklist-stats', () => api('/blacklist-stats', { key: pro.key }), pro, 0, 0, 0);
+    add('blacklist', () => api('/blacklist', { key: pro.key }), pro, 0, 0, 0);
+    add('blacklist-detailed', () => api('/blacklist-detailed', { key: pro.key }), pro, 0, 0, 0);
+    add('blacklist-combined', () => api('/blacklist-combined', { key: pro.key }), pro, 0, 0, 0);
+    add('blacklist-export/git', () => api('/blacklist-export/git', { key: pro.key }), pro, 0, 0, 0);
+    add('trends', () => api('/trends', { key: pro.key }), pro, 0, 0, 0);
     add('verify-key', () => api('/verify-key', { key: pro.key }), pro, 0, 0, 0);
     add('reports/{ip}', () => api('/reports/8.8.8.8', { key: pro.key }), pro, 0, 0, 0);
     add('a 422 report', () => api('/report', { key: pro.key, json: { ip: '10.0.0.1', categories: [4] } }), pro, 0, 0, 0);
@@ -227,6 +240,8 @@ describe('the per-IP public allowance', () => {
     const after = await api('/statistics', { from: ip });
     expect(after.status).toBe(429);
     expect(after.body.data.retryAfter).toBe(Number(after.headers.get('retry-after')));
+    const withKey = await api('/statistics', { from: ip, key: (await newKey('free')).key });
+    expect(withKey.status).toBe(200);
   });
 });
 

@@ -1,0 +1,48 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Response } from 'express';
+import { sendData } from '../http/envelope.js';
+import type { DataOf, Handlers } from '../http/types.js';
+import { BLACKLIST_CATEGORIES } from './categories.js';
+import type { BlacklistService, ListParams, ListVariant } from './service.js';
+import type { BlacklistSnapshots } from './snapshots.js';
+
+/** The deprecated forms: deprecated since 2025-01-01, to be removed after 2027-12-31. */
+const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;
+const SUNSET = new Date(Date.UTC(2027, 11, 31, 23, 59, 59)).toUTCString();
+
+async function send(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
+  const result = await list.list(params, variant, ifNoneMatch);
+  res.setHeader('ETag', result.etag);
+  res.setHeader('Cache-Control', 'private, no-cache');
+  if (variant !== 'standard') {
+    res.setHeader('Deprecation', DEPRECATION);
+    res.setHeader('Sunset', SUNSET);
+    res.setHeader('Link', `</api/v2/blacklist${variant === 'git' ? '?format=txt' : ''}>; rel="successor-version"`);
+  }
+  if (result.status === 304) {
+    res.status(304).end();
+    return;
+  }
+  res.status(200).setHeader('Content-Type', result.contentType);
+  await pipeline(Readable.from(result.body), res);
+}
+
+export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSnapshots): Handlers {
+  return {
+    getBlacklist: (req, res) => send(res, list, req.query, 'standard', req.headers['if-none-match']),
+    getBlacklistDetailed: (req, res) => send(res, list, req.query, 'detailed', req.headers['if-none-match']),
+    getBlacklistCombined: (req, res) => send(res, list, req.query, 'combined', req.headers['if-none-match']),
+    exportBlacklistGit: (req, res) => send(res, list, req.query as ListParams, 'git', req.headers['if-none-match']),
+
+    listBlacklistCategories(_req, res) {
+      const data: DataOf<'listBlacklistCategories'> = BLACKLIST_CATEGORIES.map((c) => ({ ...c, categories: [...c.categories] }));
+      sendData(res, data);
+    },
+
+    async getBlacklistStats(_req, res) {
+      const data: DataOf<'getBlacklistStats'> = await snapshots.stats();
+      sendData(res, data);
+    },
+  };
+}

@@ -1,0 +1,276 @@
+import QueryStream from 'pg-query-stream';
+import type { Clock } from '../clock.js';
+import { transaction, type Pool } from '../db/pool.js';
+import type { IpAggregate } from '../reputation/repository.js';
+import { scoreAggregate } from '../reputation/service.js';
+import { BLACKLIST_CATEGORIES } from './categories.js';
+
+/** The current snapshot's identity: what an ETag is made of. */
+export interface SnapshotHead {
+  id: number;
+  generatedAt: Date;
+  contentHash: string;
+  /** scorePositions[s]: how many entries score s or more (entries are ordered by score). */
+  scorePositions: number[];
+}
+
+export interface BlacklistStats {
+  total: number;
+  community: number;
+  byConfidence: { '90-100': number; '75-89': number; '50-74': number; '25-49': number };
+  byCategory: { name: string; count: number }[];
+}
+
+/** Per country of the listed addresses: how many, and their average score (for the attack map). */
+export type CountryThreat = Record<string, { ips: number; avgScore: number }>;
+
+export interface EntryRow {
+  ip: string;
+  score: number;
+  last_reported_at: Date;
+  total_reports: number;
+  categories: number[];
+  country_code: string | null;
+}
+
+export interface EntryFilter {
+  minScore: number;
+  categories: number[] | undefined;
+  limit: number;
+}
+
+export interface RegenerationResult {
+  snapshotId: number;
+  changed: boolean;
+  entries: number;
+  generatedAt: Date;
+}
+
+const BATCH = 10_000;
+
+export function emptyStats(): BlacklistStats {
+  return {
+    total: 0,
+    community: 0,
+    byConfidence: { '90-100': 0, '75-89': 0, '50-74': 0, '25-49': 0 },
+    byCategory: BLACKLIST_CATEGORIES.map((c) => ({ name: c.name, count: 0 })),
+  };
+}
+/** The score from which an address counts on the community list of /blacklist-stats. */
+const COMMUNITY_MIN = 25;
+
+interface AggregateRow {
+  ip: string;
+  total_reports: number;
+  report_rows: number;
+  unique_reporters: number;
+  honeypot_reports: number;
+  last_reported_at: Date;
+  categories: number[];
+  max_severity: number;
+  decay_sum: number;
+  country_code: string | null;
+  asn: number | null;
+  isp: string | null;
+}
+
+/**
+ * The blacklist as snapshots in PostgreSQL: the scheduled job scores every reported address
+ * (the whitelist left out) into a new snapshot, so that every process serves the same list
+ * and the same ETag. A regeneration whose content equals the current snapshot keeps it (and
+ * its ETag), only noting when it was checked.
+ */
+export class BlacklistSnapshots {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly scoreOf: (aggregate: IpAggregate) => number,
+  ) {}
+
+  async head(): Promise<SnapshotHead | undefined> {
+    const { rows } = await this.pool.query<{ id: number; generated_at: Date; content_hash: string; score_positions: number[] }>({
+      name: 'blacklist-head',
+      text: 'select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc limit 1',
+    });
+    const row = rows[0];
+    return row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };
+  }
+
+  async stats(): Promise<BlacklistStats> {
+    const { rows } = await this.pool.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
+      name: 'blacklist-stats',
+      text: 'select stats from blacklist_snapshots order by id desc limit 1',
+    });
+    if (!rows[0]) return emptyStats();
+    const { countries: _countries, ...stats } = rows[0].stats;
+    return stats;
+  }
+
+  /** Average score per country of the current snapshot. */
+  async countryThreat(): Promise<CountryThreat> {
+    const { rows } = await this.pool.query<{ countries: CountryThreat | null }>({
+      name: 'blacklist-country-threat',
+      text: "select stats->'countries' as countries from blacklist_snapshots order by id desc limit 1",
+    });
+    return rows[0]?.countries ?? {};
+  }
+
+  /**
+   * The entries of a snapshot that pass the filter, in list order, as a stream of rows read
+   * through a cursor: a large list never sits in memory whole.
+   */
+  async stream(head: SnapshotHead, filter: EntryFilter): Promise<{ rows: AsyncIterable<EntryRow>; release: () => void }> {
+    const lastPosition = head.scorePositions[filter.minScore] ?? 0;
+    const client = await this.pool.connect();
+    const query = new QueryStream(
+      `select ip, score, last_reported_at, total_reports, categories, country_code
+         from blacklist_entries
+        where snapshot_id = $1 and position <= $2 and ($3::smallint[] is null or categories && $3::smallint[])
+        order by position limit $4`,
+      [head.id, lastPosition, filter.categories ?? null, filter.limit],
+      { batchSize: 1000 },
+    );
+    const rows = client.query(query);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      rows.destroy();
+      client.release();
+    };
+    rows.once('end', release);
+    rows.once('error', release);
+    return { rows: rows as AsyncIterable<EntryRow>, release };
+  }
+
+  /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
+  async regenerate(): Promise<RegenerationResult> {
+    const now = this.clock.now();
+    return transaction(this.pool, async (client) => {
+      await client.query(`
+        create temporary table blacklist_staging (
+          ip text not null, score smallint not null, last_reported_at timestamptz not null,
+          total_reports integer not null, categories smallint[] not null, country_code text
+        ) on commit drop`);
+      await client.query(
+        `declare reported no scroll cursor for
+           select s.ip, s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports, s.last_reported_at,
+                  s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp
+             from ip_stats s
+            where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
+      );
+      for (;;) {
+        const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
+        if (rows.length === 0) break;
+        const scores = rows.map((r) =>
+          this.scoreOf({
+            ip: r.ip,
+            totalReports: r.total_reports,
+            reportRows: r.report_rows,
+            uniqueReporters: r.unique_reporters,
+            honeypotReports: r.honeypot_reports,
+            lastReportedAt: r.last_reported_at,
+            categories: r.categories,
+            maxSeverity: r.max_severity,
+            decaySum: r.decay_sum,
+            countryCode: r.country_code,
+            asn: r.asn,
+            isp: r.isp,
+            whitelisted: false,
+          }),
+        );
+        await client.query(
+          `insert into blacklist_staging
+           select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
+             from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[])
+               as v(ip, score, last_reported_at, total_reports, categories, country_code)`,
+          [
+            rows.map((r) => r.ip),
+            scores,
+            rows.map((r) => r.last_reported_at),
+            rows.map((r) => r.total_reports),
+            rows.map((r) => `{${r.categories.join(',')}}`),
+            rows.map((r) => r.country_code),
+          ],
+        );
+      }
+      await client.query('close reported');
+
+      const { rows: [summary] } = await client.query<{ hash: string; total: number }>(
+        `select md5(coalesce(string_agg(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)::bigint
+                                        || ' ' || total_reports || ' ' || categories::text,
+                                        ',' order by score desc, last_reported_at desc, ip), '')) as hash,
+                count(*)::int as total
+           from blacklist_staging`,
+      );
+      const current = await client.query<{ id: number; content_hash: string; generated_at: Date }>(
+        'select id, content_hash, generated_at from blacklist_snapshots order by id desc limit 1 for update',
+      );
+      const head = current.rows[0];
+      if (head && head.content_hash === summary!.hash) {
+        await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head.id, now]);
+        return { snapshotId: head.id, changed: false, entries: summary!.total, generatedAt: head.generated_at };
+      }
+
+      const { rows: byScore } = await client.query<{ score: number; count: number }>(
+        'select score, count(*)::int as count from blacklist_staging group by score',
+      );
+      const scorePositions = new Array<number>(101).fill(0);
+      for (const { score, count } of byScore) scorePositions[score] = count;
+      for (let s = 99; s >= 0; s--) scorePositions[s]! += scorePositions[s + 1]!;
+
+      const stats = await this.computeStats(client, summary!.total, scorePositions);
+      const { rows: [created] } = await client.query<{ id: number }>(
+        `insert into blacklist_snapshots (generated_at, checked_at, content_hash, entry_count, score_positions, stats)
+         values ($1, $1, $2, $3, $4, $5) returning id`,
+        [now, summary!.hash, summary!.total, scorePositions, JSON.stringify(stats)],
+      );
+      await client.query(
+        `insert into blacklist_entries (snapshot_id, position, ip, score, last_reported_at, total_reports, categories, country_code)
+         select $1, row_number() over (order by score desc, last_reported_at desc, ip), ip, score, last_reported_at,
+                total_reports, categories, country_code
+           from blacklist_staging`,
+        [created!.id],
+      );
+      // The previous snapshot stays for downloads still streaming it; older ones go.
+      await client.query('delete from blacklist_snapshots where id < (select max(id) from blacklist_snapshots where id < $1)', [
+        created!.id,
+      ]);
+      return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now };
+    });
+  }
+
+  private async computeStats(
+    client: { query: Pool['query'] },
+    total: number,
+    positions: number[],
+  ): Promise<BlacklistStats & { countries: CountryThreat }> {
+    const band = (from: number, to: number) => positions[from]! - (positions[to + 1] ?? 0);
+    const { rows } = await client.query<{ id: number; count: number }>(
+      `select g.id, count(b.ip)::int as count
+         from unnest($1::int[], $2::text[]) as g(id, categories)
+         left join blacklist_staging b on b.score >= $3 and b.categories && g.categories::smallint[]
+        group by g.id`,
+      [BLACKLIST_CATEGORIES.map((c) => c.id), BLACKLIST_CATEGORIES.map((c) => `{${c.categories.join(',')}}`), COMMUNITY_MIN],
+    );
+    const counts = new Map(rows.map((r) => [r.id, r.count]));
+    const { rows: countryRows } = await client.query<{ country_code: string; ips: number; avg: number }>(
+      `select country_code, count(*)::int as ips, avg(score)::float8 as avg
+         from blacklist_staging where country_code is not null group by country_code`,
+    );
+    return {
+      countries: Object.fromEntries(
+        countryRows.map((r) => [r.country_code, { ips: r.ips, avgScore: Math.round(r.avg * 100) / 100 }]),
+      ),
+      total,
+      community: positions[COMMUNITY_MIN]!,
+      byConfidence: { '90-100': band(90, 100), '75-89': band(75, 89), '50-74': band(50, 74), '25-49': band(25, 49) },
+      byCategory: BLACKLIST_CATEGORIES.map((c) => ({ name: c.name, count: counts.get(c.id) ?? 0 })),
+    };
+  }
+}
+
+/** The snapshots of a database, scored the way lookups score. */
+export function blacklistSnapshots(pool: Pool, clock: Clock): BlacklistSnapshots {
+  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage);
+}
