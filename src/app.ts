@@ -27,6 +27,11 @@ import { BlacklistService } from './blacklist/service.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
 import { reputationHandlers } from './reputation/handlers.js';
 import { statsHandlers } from './stats/handlers.js';
+import { relayHandlers } from './relay/handlers.js';
+import { BundleLedger } from './relay/ledger.js';
+import { paymentsRouter } from './relay/payments.js';
+import type { RelayQueue } from './relay/queue.js';
+import { RelayService, relayLimits } from './relay/service.js';
 import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
 import { ReputationService } from './reputation/service.js';
@@ -35,7 +40,9 @@ export interface AppDeps {
   orm: Orm;
   pool: Pool;
   geo: GeoIp;
-  config: Pick<Config, 'trustProxy' | 'validateResponses'>;
+  /** The relay's queue; undefined where no transport is configured (sends answer 503). */
+  relayQueue: RelayQueue | undefined;
+  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments'>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -53,7 +60,7 @@ const DOCS_CSP =
 
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
-  const { orm, pool, geo, config, logger, clock, api } = deps;
+  const { orm, pool, geo, relayQueue, config, logger, clock, api } = deps;
   const em = orm.em;
   const keys = new KeyAuthenticator(pool);
   const meter = new Meter(pool, clock);
@@ -67,6 +74,7 @@ export function buildApp(deps: AppDeps): Express {
     ...reputationHandlers(reputation),
     ...blacklistHandlers(new BlacklistService(snapshots, categories, clock), snapshots),
     ...statsHandlers(new StatsService(pool, categories, snapshots, clock)),
+    ...relayHandlers(new RelayService(pool, relayQueue, relayLimits(config.relay), clock)),
   };
 
   const app = express();
@@ -101,6 +109,8 @@ export function buildApp(deps: AppDeps): Express {
     res.setHeader('Content-Security-Policy', DOCS_CSP);
     res.type('text/html; charset=utf-8').send(api.referenceHtml);
   });
+
+  app.use(paymentsRouter(new BundleLedger(pool, clock), config.payments, clock));
 
   app.use(express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' }));
   app.use(

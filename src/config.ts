@@ -32,6 +32,28 @@ const schema = z.object({
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
+  RELAY_SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  RELAY_MAIL_FROM: z.string().min(3).optional(),
+  RELAY_DKIM_DOMAIN: z.string().min(1).optional(),
+  RELAY_DKIM_SELECTOR: z.string().min(1).optional(),
+  RELAY_DKIM_KEY_FILE: z.string().min(1).optional(),
+  RELAY_SMS_URL: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL').optional(),
+  RELAY_SMS_TOKEN: z.string().min(1).optional(),
+  RELAY_SMS_SENDER: z.string().min(1).max(15).optional(),
+  RELAY_SMS_COUNTRIES: z
+    .string()
+    .regex(/^[A-Z]{2}(,[A-Z]{2})*$/, 'must be ISO country codes separated by commas')
+    .default('AT,AU,BE,CA,CH,CZ,DE,DK,ES,FI,FR,GB,IE,IT,JP,LU,NL,NO,NZ,PL,PT,SE,US'),
+  RELAY_ENTERPRISE_MAIL_CEILING: z.coerce.number().int().min(1).default(100_000),
+  RELAY_ENTERPRISE_SMS_CEILING: z.coerce.number().int().min(1).default(10_000),
+  RELAY_RECIPIENT_FREE: z.coerce.number().int().min(1).default(3),
+  RELAY_RECIPIENT_BACKOFF_SECONDS: z.coerce.number().int().min(1).default(60),
+  RELAY_RECIPIENT_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).default(3_600),
+  RELAY_SITE_DAILY_CAP: z.coerce.number().int().min(1).default(1_000),
+  RELAY_RETRY_LIMIT: z.coerce.number().int().min(0).max(20).default(5),
+  RELAY_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).default(30),
+  PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
   GEOIP_COUNTRY_DB: z.string().min(1).optional(),
   GEOIP_ASN_DB: z.string().min(1).optional(),
   NODE_ENV: z.string().default('development'),
@@ -52,7 +74,22 @@ export type Config = {
   blacklistIntervalMs: number;
   /** MaxMind-format databases that replace the bundled geolocation data. */
   geoip: { countryDb?: string; asnDb?: string };
+  relay: RelayConfig;
+  payments: { secret: string | undefined; toleranceSeconds: number };
 };
+
+export interface RelayConfig {
+  mail?: { smtpUrl: string; from: string; dkim?: { domainName: string; keySelector: string; keyFile: string } };
+  sms?: { url: string; token: string; sender?: string };
+  smsCountries: string[];
+  enterpriseCeiling: { mail: number; sms: number };
+  recipientFree: number;
+  recipientBackoffBaseSeconds: number;
+  recipientBackoffMaxSeconds: number;
+  siteDailyCap: number;
+  retryLimit: number;
+  retryDelaySeconds: number;
+}
 
 export class ConfigError extends Error {}
 
@@ -66,6 +103,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   }
   const e = parsed.data;
+  const problems: string[] = [];
+  if (e.RELAY_SMTP_URL && !e.RELAY_MAIL_FROM) problems.push('  RELAY_MAIL_FROM: required when RELAY_SMTP_URL is set');
+  if (e.RELAY_SMS_URL && !e.RELAY_SMS_TOKEN) problems.push('  RELAY_SMS_TOKEN: required when RELAY_SMS_URL is set');
+  const dkim = [e.RELAY_DKIM_DOMAIN, e.RELAY_DKIM_SELECTOR, e.RELAY_DKIM_KEY_FILE];
+  if (dkim.some(Boolean) && !dkim.every(Boolean)) {
+    problems.push('  RELAY_DKIM_DOMAIN, RELAY_DKIM_SELECTOR, RELAY_DKIM_KEY_FILE: set all three to sign with DKIM');
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -77,5 +122,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
+    relay: {
+      mail:
+        e.RELAY_SMTP_URL && e.RELAY_MAIL_FROM
+          ? {
+              smtpUrl: e.RELAY_SMTP_URL,
+              from: e.RELAY_MAIL_FROM,
+              dkim:
+                e.RELAY_DKIM_DOMAIN && e.RELAY_DKIM_SELECTOR && e.RELAY_DKIM_KEY_FILE
+                  ? { domainName: e.RELAY_DKIM_DOMAIN, keySelector: e.RELAY_DKIM_SELECTOR, keyFile: e.RELAY_DKIM_KEY_FILE }
+                  : undefined,
+            }
+          : undefined,
+      sms: e.RELAY_SMS_URL && e.RELAY_SMS_TOKEN ? { url: e.RELAY_SMS_URL, token: e.RELAY_SMS_TOKEN, sender: e.RELAY_SMS_SENDER } : undefined,
+      smsCountries: e.RELAY_SMS_COUNTRIES.split(','),
+      enterpriseCeiling: { mail: e.RELAY_ENTERPRISE_MAIL_CEILING, sms: e.RELAY_ENTERPRISE_SMS_CEILING },
+      recipientFree: e.RELAY_RECIPIENT_FREE,
+      recipientBackoffBaseSeconds: e.RELAY_RECIPIENT_BACKOFF_SECONDS,
+      recipientBackoffMaxSeconds: e.RELAY_RECIPIENT_BACKOFF_MAX_SECONDS,
+      siteDailyCap: e.RELAY_SITE_DAILY_CAP,
+      retryLimit: e.RELAY_RETRY_LIMIT,
+      retryDelaySeconds: e.RELAY_RETRY_DELAY_SECONDS,
+    },
+    payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },
   };
 }

@@ -8,6 +8,7 @@ import { loadApiArtifacts } from './openapi.js';
 import { openGeoIp } from './geo/geoip.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
+import { startRelay } from './relay/runtime.js';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -26,7 +27,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const api = loadApiArtifacts();
   const [geo, database] = await Promise.all([openGeoIp(config.geoip), connectDatabase(config, logger)]);
-  const app = buildApp({ orm: database.orm, pool: database.pool, geo, config, logger, clock: systemClock, api });
+  const relay = await startRelay(config.relay, database.url, database.pool, systemClock, logger, {
+    queueConnections: database.embedded ? 2 : 4,
+  });
+  const app = buildApp({ orm: database.orm, pool: database.pool, geo, relayQueue: relay.queue, config, logger, clock: systemClock, api });
 
   const blacklistJob = new BlacklistJob(
     database.pool,
@@ -65,6 +69,7 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
     });
     await blacklistJob.stop();
+    await relay.stop();
     await database.close();
     logger.info('stopped');
     process.exit(0);

@@ -7,6 +7,8 @@ import { KeyService } from '../keys/keys.js';
 import { Whitelist } from '../reputation/whitelist.js';
 import { blacklistSnapshots } from '../blacklist/snapshots.js';
 import { systemClock } from '../clock.js';
+import { BundleLedger, bundleBalance } from '../relay/ledger.js';
+import { BUNDLES } from '../relay/policy.js';
 
 /**
  * The operator's command line: `npm run --silent cli -- <command>`. It connects to the same
@@ -122,6 +124,39 @@ whitelist
   .action(async (opts: { json?: boolean }) => {
     const entries = await withDatabase((db) => new Whitelist(db.pool).list());
     print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
+  });
+
+const bundles = program.command('bundles').description('prepaid relay bundles (the payment webhook does the same)');
+
+for (const [name, kind, what] of [
+  ['credit', 'purchase', 'add a bundle\'s credits to the account'],
+  ['refund', 'refund', 'take a bundle\'s credits back (the balance may go below zero)'],
+] as const) {
+  bundles
+    .command(name)
+    .description(what)
+    .requiredOption('--account <id>', 'account id', positiveInt)
+    .requiredOption('--bundle <bundleId>', `one of ${Object.keys(BUNDLES).join(', ')}`)
+    .option('--json', 'print a JSON object')
+    .action(async (opts: { account: number; bundle: string; json?: boolean }) => {
+      const result = await withDatabase((db) => new BundleLedger(db.pool, systemClock).manual(kind, opts.account, opts.bundle));
+      print({ accountId: opts.account, bundleId: opts.bundle, ...result }, !!opts.json, () =>
+        `${name === 'credit' ? 'credited' : 'refunded'} ${opts.bundle}: ${result.channel} balance of account ${opts.account} is ${result.balance}`,
+      );
+    });
+}
+
+bundles
+  .command('balance')
+  .description('show the mail and SMS bundle balances of an account')
+  .requiredOption('--account <id>', 'account id', positiveInt)
+  .option('--json', 'print a JSON object')
+  .action(async (opts: { account: number; json?: boolean }) => {
+    const balances = await withDatabase(async (db) => ({
+      mail: await bundleBalance(db.pool, opts.account, 'mail'),
+      sms: await bundleBalance(db.pool, opts.account, 'sms'),
+    }));
+    print({ accountId: opts.account, ...balances }, !!opts.json, () => `mail ${balances.mail}, sms ${balances.sms}`);
   });
 
 program

@@ -14,6 +14,7 @@ import { connectDatabase } from '../../src/db/connect.js';
 import { ROLES } from '../../src/db/entities.js';
 import { KeyService } from '../../src/keys/keys.js';
 import { projectRoot } from '../../src/openapi.js';
+import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -69,6 +70,8 @@ async function waitForReady(origin: string, child: ChildProcess): Promise<void> 
 
 async function main(): Promise<number> {
   const database = await serverDatabase();
+  // The relay delivers to a real SMTP server and an HTTP SMS provider on loopback.
+  const [smtp, sms] = await Promise.all([startSmtp(), startSmsProvider()]);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'trs-dredd-'));
   const port = await freePort();
   const env = {
@@ -78,6 +81,10 @@ async function main(): Promise<number> {
     LOG_LEVEL: 'warn',
     DATA_DIR: dataDir,
     DATABASE_URL: database?.url ?? '',
+    RELAY_SMTP_URL: smtp.url,
+    RELAY_MAIL_FROM: 'Relay <relay@example.net>',
+    RELAY_SMS_URL: sms.url,
+    RELAY_SMS_TOKEN: sms.token,
   };
   if (!database) delete (env as Record<string, string>).DATABASE_URL;
   console.log(`contract: server on port ${port}, ${database ? 'PostgreSQL server' : 'embedded PostgreSQL'}`);
@@ -109,6 +116,7 @@ async function main(): Promise<number> {
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
     await database?.drop();
+    await Promise.all([smtp.close(), sms.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

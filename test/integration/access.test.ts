@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLES, type Role } from '../../src/db/entities.js';
 import { call } from '../support/http.js';
+import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -9,13 +10,21 @@ import { startTestServer, type TestServer } from '../support/server.js';
  * as the endpoint table says.
  */
 let s: TestServer;
+let smtp: Awaited<ReturnType<typeof startSmtp>>;
+let sms: Awaited<ReturnType<typeof startSmsProvider>>;
 const keys = {} as Record<Role, string>;
 beforeAll(async () => {
-  s = await startTestServer();
+  smtp = await startSmtp();
+  sms = await startSmsProvider();
+  s = await startTestServer({
+    config: { relay: { mail: { smtpUrl: smtp.url, from: 'relay@example.net' }, sms: { url: sms.url, token: sms.token } } },
+  });
   for (const role of ROLES) keys[role] = (await s.createKey(role, role === 'business' ? { licences: 2 } : {})).key;
 });
 afterAll(async () => {
   await s?.close();
+  await smtp?.close();
+  await sms?.close();
 });
 
 type Who = Role | 'public';
@@ -49,7 +58,7 @@ const OPERATIONS: { op: string; method: string; path: string; json?: unknown; al
     op: 'sendRelayMail',
     method: 'POST',
     path: '/relay-mail',
-    json: { recipient: 'user@example.com', subject: 'Your code', body_text: 'Code 123456' },
+    json: { recipient: 'user@example.com', subject: 'Your code', body_text: 'Code 123456', site_url: 'https://a.example' },
     allowed: RELAY,
   },
   {
@@ -63,9 +72,6 @@ const OPERATIONS: { op: string; method: string; path: string; json?: unknown; al
   { op: 'getBlacklistCombined', method: 'GET', path: '/blacklist-combined', allowed: CONTRIBUTOR_UP },
   { op: 'exportBlacklistGit', method: 'GET', path: '/blacklist-export/git', allowed: CONTRIBUTOR_UP },
 ];
-
-/** Operations whose issue has not landed answer 501 once access is granted. */
-const NOT_YET = new Set(['getRelayQuota', 'sendRelayMail', 'sendRelaySms']);
 
 describe('feature access by role', () => {
   it('covers all 22 operations of the document', async () => {
@@ -82,7 +88,7 @@ describe('feature access by role', () => {
         const res = await call(s.origin, `/api/v2${path}`, { method, json, key: who === 'public' ? undefined : keys[who] });
         const relay = op.startsWith('sendRelay') || op === 'getRelayQuota';
         let expected: number;
-        if (allowed.includes(who)) expected = NOT_YET.has(op) ? 501 : 200;
+        if (allowed.includes(who)) expected = 200;
         else expected = who === 'public' ? 401 : 403;
         expect({ who, status: res.status }).toEqual({ who, status: expected });
         if (expected === 401 || expected === 403) {

@@ -6,7 +6,8 @@ import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from '../../generated/api.js';
 import { buildApp } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
-import type { Config } from '../../src/config.js';
+import { loadConfig, type Config, type RelayConfig } from '../../src/config.js';
+import { startRelay } from '../../src/relay/runtime.js';
 import type { Role } from '../../src/db/entities.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
@@ -44,7 +45,7 @@ async function listen(server: Server): Promise<string> {
 }
 
 export interface TestServerOptions {
-  config?: Partial<Pick<Config, 'trustProxy'>>;
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments'>> & { relay?: Partial<RelayConfig> };
   clock?: ManualClock;
 }
 
@@ -61,6 +62,10 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   if (owner && db.embedded) await migrate(orm, db.url);
   const pool = createPool(db.url, db.embedded ? 2 : 10, { prepared: !db.embedded });
   const clock = options.clock ?? new ManualClock(new Date());
+  const defaults = loadConfig({});
+  const relayConfig: RelayConfig = { ...defaults.relay, ...options.config?.relay };
+  // Delivery polls fast in tests; the real clock times retries, the manual clock everything else.
+  const relay = await startRelay(relayConfig, db.url, pool, clock, logger, { pollingSeconds: 0.5, queueConnections: 2 });
   const app = buildApp({
     orm,
     pool,
@@ -68,7 +73,13 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     logger,
     clock,
     api,
-    config: { trustProxy: options.config?.trustProxy ?? false, validateResponses: true },
+    relayQueue: relay.queue,
+    config: {
+      trustProxy: options.config?.trustProxy ?? false,
+      validateResponses: true,
+      relay: relayConfig,
+      payments: options.config?.payments ?? defaults.payments,
+    },
   });
   const server = createServer(app);
   const origin = await listen(server);
@@ -91,6 +102,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
       }
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await relay.stop();
       await pool.end();
       await orm.close();
       if (owner) await db.drop();

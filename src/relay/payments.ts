@@ -1,0 +1,85 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import express, { type Router } from 'express';
+import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import { BundleError, type BundleLedger } from './ledger.js';
+
+/**
+ * The payment provider's webhook, outside /api/v2: `POST /webhooks/payments`.
+ *
+ * Body: `{"id": "evt_…", "type": "bundle.purchased" | "bundle.refunded", "created": <unix s>,
+ *         "data": {"account_id": 42, "bundle_id": "svc_mail_bundle_1000"}}`.
+ * Header: `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
+ * Events signed more than the tolerance away from now are refused as stale; an event id is
+ * applied once, however often it is delivered.
+ */
+export interface PaymentsConfig {
+  secret: string | undefined;
+  toleranceSeconds: number;
+}
+
+const EVENT = z.object({
+  id: z.string().min(1).max(200),
+  type: z.enum(['bundle.purchased', 'bundle.refunded']),
+  created: z.number().int().optional(),
+  data: z.object({ account_id: z.number().int().positive(), bundle_id: z.string().min(1).max(100) }),
+});
+
+export function sign(secret: string, timestamp: number, rawBody: string): string {
+  return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${rawBody}`).digest('hex')}`;
+}
+
+type Verdict = { ok: true } | { ok: false; status: number; code: string; message: string };
+
+export function verifySignature(secret: string, header: string | undefined, rawBody: string, now: Date, toleranceSeconds: number): Verdict {
+  const parts = new Map((header ?? '').split(',').map((p) => p.trim().split('=', 2) as [string, string]));
+  const timestamp = Number(parts.get('t'));
+  const given = parts.get('v1') ?? '';
+  if (!Number.isInteger(timestamp) || !/^[0-9a-f]{64}$/.test(given)) {
+    return { ok: false, status: 401, code: 'invalid_signature', message: 'X-Signature must be t=<unix seconds>,v1=<hex HMAC-SHA256>.' };
+  }
+  const expected = createHmac('sha256', secret).update(`${timestamp}.${rawBody}`).digest();
+  if (!timingSafeEqual(expected, Buffer.from(given, 'hex'))) {
+    return { ok: false, status: 401, code: 'invalid_signature', message: 'The signature does not match the body.' };
+  }
+  if (Math.abs(now.getTime() / 1000 - timestamp) > toleranceSeconds) {
+    return { ok: false, status: 400, code: 'stale_event', message: `The event was signed more than ${toleranceSeconds} seconds away from now.` };
+  }
+  return { ok: true };
+}
+
+export function paymentsRouter(ledger: BundleLedger, config: PaymentsConfig, clock: Clock): Router {
+  const router = express.Router();
+  router.post('/webhooks/payments', express.raw({ type: 'application/json', limit: '64kb' }), async (req, res) => {
+    if (!config.secret) {
+      res.status(503).json({ ok: false, code: 'not_configured', message: 'PAYMENT_WEBHOOK_SECRET is not set on this server.' });
+      return;
+    }
+    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+    const verdict = verifySignature(config.secret, req.header('x-signature'), raw, clock.now(), config.toleranceSeconds);
+    if (!verdict.ok) {
+      res.status(verdict.status).json({ ok: false, code: verdict.code, message: verdict.message });
+      return;
+    }
+    let event: z.infer<typeof EVENT>;
+    try {
+      event = EVENT.parse(JSON.parse(raw));
+    } catch {
+      res.status(400).json({ ok: false, code: 'invalid_event', message: 'The body is not a bundle event.' });
+      return;
+    }
+    try {
+      const applied = await ledger.apply({
+        eventId: event.id,
+        kind: event.type === 'bundle.purchased' ? 'purchase' : 'refund',
+        accountId: event.data.account_id,
+        bundleId: event.data.bundle_id,
+      });
+      res.json({ ok: true, duplicate: !applied.applied, channel: applied.channel, balance: applied.balance });
+    } catch (err) {
+      if (!(err instanceof BundleError)) throw err;
+      res.status(422).json({ ok: false, code: err.code, message: err.message });
+    }
+  });
+  return router;
+}

@@ -1,0 +1,35 @@
+import type { Role } from '../db/entities.js';
+
+export type Channel = 'mail' | 'sms';
+
+/** Monthly inclusive messages per tier; `null`: fair-use unlimited up to the configured ceiling. */
+export interface RelayTier {
+  name: 'Professional' | 'Business' | 'Enterprise';
+  inclusive: Record<Channel, number | null>;
+  /** Whether the tier tops up with prepaid bundles once its inclusive quota is used. */
+  bundleEligible: boolean;
+}
+
+export const RELAY_TIERS: Partial<Record<Role, RelayTier>> = {
+  professional: { name: 'Professional', inclusive: { mail: 500, sms: 25 }, bundleEligible: true },
+  business: { name: 'Business', inclusive: { mail: 2_500, sms: 75 }, bundleEligible: true },
+  enterprise: { name: 'Enterprise', inclusive: { mail: null, sms: null }, bundleEligible: false },
+};
+
+/** The prepaid bundles of the specification: channel and credits. */
+export const BUNDLES: Record<string, { channel: Channel; credits: number }> = {
+  svc_mail_bundle_1000: { channel: 'mail', credits: 1_000 },
+  svc_mail_bundle_5000: { channel: 'mail', credits: 5_000 },
+  svc_mail_bundle_25000: { channel: 'mail', credits: 25_000 },
+  svc_sms_bundle_50: { channel: 'sms', credits: 50 },
+  svc_sms_bundle_200: { channel: 'sms', credits: 200 },
+  svc_sms_bundle_500: { channel: 'sms', credits: 500 },
+};
+
+/** The monthly period of a moment: calendar months in UTC, the end exclusive. */
+export function periodOf(now: Date): { start: Date; end: Date } {
+  return {
+    start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+    end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)),
+  };
+}

@@ -1,0 +1,73 @@
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+/** A real SMTP server on loopback that keeps what it receives. */
+export async function startSmtp() {
+  const received: { raw: string; mail: ParsedMail; envelopeTo: string[] }[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', async () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        received.push({ raw, mail: await simpleParser(raw), envelopeTo: session.envelope.rcptTo.map((r) => r.address) });
+        callback();
+      });
+    },
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server.server, 'listening');
+  const port = (server.server.address() as AddressInfo).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** An HTTP SMS provider on loopback: records requests, answers 200 or the statuses queued up. */
+export async function startSmsProvider() {
+  const requests: { headers: IncomingHttpHeaders; body: any }[] = [];
+  const failures: number[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      requests.push({ headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') });
+      const status = failures.shift() ?? 200;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(status === 200 ? { id: `sms-${requests.length}` } : { error: 'provider failure' }));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/messages`,
+    token: 'provider-token',
+    requests,
+    /** The next `count` requests are answered with `status`. */
+    fail(count: number, status = 503) {
+      for (let i = 0; i < count; i++) failures.push(status);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Waits until `check` holds, polling; fails after `ms`. */
+export async function eventually(check: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
