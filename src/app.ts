@@ -42,7 +42,7 @@ export interface AppDeps {
   geo: GeoIp;
   /** The relay's queue; undefined where no transport is configured (sends answer 503). */
   relayQueue: RelayQueue | undefined;
-  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments'>;
+  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments'> & { keyCacheMs?: number };
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -62,7 +62,7 @@ const DOCS_CSP =
 export function buildApp(deps: AppDeps): Express {
   const { orm, pool, geo, relayQueue, config, logger, clock, api } = deps;
   const em = orm.em;
-  const keys = new KeyAuthenticator(pool);
+  const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock);
   const meter = new Meter(pool, clock);
   const metering = new Metering(meter, clock);
   const categories = new CategoryService(em);

@@ -30,6 +30,8 @@ const schema = z.object({
   TRUST_PROXY: z.string().default('false').transform(parseTrustProxy),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   RELAY_SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
@@ -68,6 +70,10 @@ export type Config = {
   trustProxy: boolean | number | string[];
   logLevel: (typeof LOG_LEVELS)[number];
   dbPoolMax: number;
+  /** Server processes on this machine (node:cluster); 1 runs in this process. */
+  workers: number;
+  /** How long a process trusts a key lookup: a revocation reaches every process within it. */
+  keyCacheMs: number;
   /** Check every response against the OpenAPI document (on by default outside production). */
   validateResponses: boolean;
   /** How often the blacklist snapshot is regenerated. */
@@ -119,6 +125,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     dbPoolMax: e.DB_POOL_MAX,
+    workers: e.WORKERS,
+    keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },

@@ -1,37 +1,37 @@
+import cluster from 'node:cluster';
 import { createServer } from 'node:http';
+import type { Logger } from 'pino';
 import { buildApp } from './app.js';
-import { systemClock } from './clock.js';
-import { ConfigError, loadConfig } from './config.js';
-import { connectDatabase } from './db/connect.js';
-import { createLogger } from './http/logging.js';
-import { loadApiArtifacts } from './openapi.js';
-import { openGeoIp } from './geo/geoip.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { connectDatabase } from './db/connect.js';
+import { openGeoIp } from './geo/geoip.js';
+import { createLogger } from './http/logging.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
+import { loadApiArtifacts } from './openapi.js';
 import { startRelay } from './relay/runtime.js';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 const SHUTDOWN_GRACE_MS = 25_000;
 
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
-  const logger = createLogger(config.logLevel);
+/** One server process: database, app, scheduled jobs, relay worker; graceful stop on signals. */
+async function serve(config: Config, logger: Logger): Promise<void> {
   const api = loadApiArtifacts();
   const [geo, database] = await Promise.all([openGeoIp(config.geoip), connectDatabase(config, logger)]);
   const relay = await startRelay(config.relay, database.url, database.pool, systemClock, logger, {
-    queueConnections: database.embedded ? 2 : 4,
+    queueConnections: config.databaseUrl ? 4 : 2,
   });
-  const app = buildApp({ orm: database.orm, pool: database.pool, geo, relayQueue: relay.queue, config, logger, clock: systemClock, api });
-
+  const app = buildApp({
+    orm: database.orm,
+    pool: database.pool,
+    geo,
+    relayQueue: relay.queue,
+    config,
+    logger,
+    clock: systemClock,
+    api,
+  });
   const blacklistJob = new BlacklistJob(
     database.pool,
     blacklistSnapshots(database.pool, systemClock),
@@ -76,6 +76,54 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/**
+ * WORKERS > 1: this process migrates the database (and serves the embedded one, which the
+ * workers join), then forks that many server processes sharing the port, replaces any that
+ * dies, and passes signals on for a graceful stop.
+ */
+async function supervise(config: Config, logger: Logger): Promise<void> {
+  const database = await connectDatabase(config, logger);
+  let stopping = false;
+  for (let i = 0; i < config.workers; i++) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+    cluster.fork();
+  });
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+    await Promise.all(
+      workers.map((w) => new Promise<void>((resolve) => {
+        w.once('exit', () => resolve());
+        w.process.kill(signal);
+      })),
+    );
+    await database.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  logger.info({ workers: config.workers }, 'started worker processes');
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  if (config.workers > 1 && cluster.isPrimary) await supervise(config, logger);
+  else await serve(config, logger);
 }
 
 main().catch((err: unknown) => {

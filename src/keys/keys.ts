@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
+import { systemClock, type Clock } from '../clock.js';
 import { AccountEntity, ApiKeyEntity, type Role } from '../db/entities.js';
 
 /**
@@ -125,14 +126,41 @@ export class KeyService {
 
 }
 
-/** Finds the caller of a presented key, on the hot path of every keyed request. */
+/** Keys a process remembers at most; the oldest are forgotten first. */
+const KEY_CACHE_ENTRIES = 10_000;
+
+/**
+ * Finds the caller of a presented key, on the hot path of every keyed request. A lookup is
+ * remembered for `cacheMs` (KEY_CACHE_SECONDS, 10 s by default), keyed by the key's hash, so a
+ * revoked key stops working on every process within that time. Unknown keys are remembered
+ * too, so a flood of bad keys does not reach the database either.
+ */
 export class KeyAuthenticator {
-  constructor(private readonly db: Queryable) {}
+  private readonly cache = new Map<string, { caller: Caller | undefined; until: number }>();
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly cacheMs = 0,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** The caller a key belongs to, or undefined for a malformed, unknown or revoked key. */
   async authenticate(key: string): Promise<Caller | undefined> {
     if (!looksLikeKey(key)) return undefined;
+    if (this.cacheMs <= 0) return this.lookup(hashKey(key));
     const hash = hashKey(key);
+    const id = hash.toString('base64');
+    const now = this.clock.now().getTime();
+    const hit = this.cache.get(id);
+    if (hit && hit.until > now) return hit.caller;
+    const caller = await this.lookup(hash);
+    this.cache.delete(id);
+    if (this.cache.size >= KEY_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, { caller, until: now + this.cacheMs });
+    return caller;
+  }
+
+  private async lookup(hash: Buffer): Promise<Caller | undefined> {
     const { rows } = await this.db.query<{ key_id: string; hash: Buffer; account_id: number; role: Role; licences: number }>({
       name: 'authenticate-key',
       text: `select k.id as key_id, k.hash, a.id as account_id, a.role, a.licences

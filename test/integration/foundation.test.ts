@@ -227,3 +227,26 @@ describe('keys in logs', () => {
     expect(logs).not.toContain(key.key.slice(4));
   });
 });
+
+describe('key lookups cached for KEY_CACHE_SECONDS', () => {
+  it('honour a revocation on every process once the cache time has passed', async () => {
+    const cached = await startTestServer({ config: { keyCacheMs: 10_000 } });
+    try {
+      const sibling = await cached.sibling();
+      const key = await cached.createKey('free');
+      const get = (server: typeof cached) => fetch(`${server.base}/verify-key`, { headers: { 'X-Key': key.key } });
+      expect((await get(cached)).status).toBe(200);
+      expect((await get(sibling)).status).toBe(200);
+      const { KeyService } = await import('../../src/keys/keys.js');
+      await new KeyService(cached.orm.em).revoke(key.keyId, new Date());
+      cached.clock.advance(9_000);
+      expect((await get(cached)).status).toBe(200); // still trusted inside the cache time
+      cached.clock.advance(1_001);
+      expect((await get(cached)).status).toBe(401);
+      expect((await get(sibling)).status).toBe(401);
+      await sibling.close();
+    } finally {
+      await cached.close();
+    }
+  });
+});

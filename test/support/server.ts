@@ -45,7 +45,7 @@ async function listen(server: Server): Promise<string> {
 }
 
 export interface TestServerOptions {
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments'>> & { relay?: Partial<RelayConfig> };
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs'>> & { relay?: Partial<RelayConfig> };
   clock?: ManualClock;
 }
 
@@ -79,6 +79,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
       validateResponses: true,
       relay: relayConfig,
       payments: options.config?.payments ?? defaults.payments,
+      keyCacheMs: options.config?.keyCacheMs ?? 0,
     },
   });
   const server = createServer(app);

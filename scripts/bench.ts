@@ -1,0 +1,361 @@
+/**
+ * The benchmark: the server against bare baselines, in the same run, on one PostgreSQL holding
+ * the synthetic data set.
+ *
+ *   npm run bench                    1,000,000 addresses / 10,000,000 reports (seeded once)
+ *   npm run bench -- --quick         a small data set and short runs: a smoke test of the harness
+ *   options: --ips N --reports M --duration S --no-write (do not touch BENCHMARKS.md)
+ *
+ * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/trs_bench[_quick]) is the
+ * database; it is created, migrated and seeded when it does not hold the requested data set.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import pino from 'pino';
+import { connectDatabase } from '../src/db/connect.js';
+import { KeyService } from '../src/keys/keys.js';
+import { projectRoot } from '../src/openapi.js';
+import { parseIp, unreportableReason } from '../src/reputation/ip.js';
+import { startSmtp } from '../test/support/relay-fakes.js';
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    ips: { type: 'string' },
+    reports: { type: 'string' },
+    duration: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const quick = args.quick;
+const IPS = Number(args.ips ?? (quick ? 5_000 : 1_000_000));
+const REPORTS = Number(args.reports ?? (quick ? 50_000 : 10_000_000));
+const DURATION = Number(args.duration ?? (quick ? 1 : 10));
+const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = quick ? 'trs_bench_quick' : 'trs_bench';
+const url = process.env.BENCH_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${dbName}`;
+
+interface Row {
+  scenario: string;
+  connections: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  note?: string;
+}
+const rows: Row[] = [];
+
+function log(message: string) {
+  process.stdout.write(message + '\n');
+}
+
+async function ensureDatabase(): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  const { rows: found } = await admin.query('select 1 from pg_database where datname = $1', [dbName]);
+  if (!found.length) await admin.query(`create database ${dbName}`);
+  await admin.end();
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  const size = await db
+    .query<{ ips: number; reports: number }>('select count(*)::int as ips, coalesce(sum(report_rows), 0)::int as reports from ip_stats')
+    .then((r) => r.rows[0]!)
+    .catch(() => ({ ips: 0, reports: 0 }));
+  await db.end();
+  if (size.ips === IPS && size.reports === REPORTS) {
+    log(`data set: ${IPS} addresses, ${REPORTS} reports already in ${dbName}`);
+    return;
+  }
+  log(`seeding ${dbName} with ${IPS} addresses and ${REPORTS} reports…`);
+  const started = Date.now();
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/seed-synthetic.ts', '--ips', String(IPS), '--reports', String(REPORTS), '--reset'],
+    { cwd: projectRoot, env: { ...process.env, DATABASE_URL: url }, stdio: 'inherit' },
+  );
+  log(`seeded in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+function start(command: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, command, { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+async function waitFor(urlToPoll: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(urlToPoll)).status < 500) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${urlToPoll} did not answer`);
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+/** Samples a process tree's resident memory while `work` runs; returns the peak in MB. */
+async function peakRss(pids: number[], work: () => Promise<unknown>): Promise<number> {
+  let peak = 0;
+  const sample = () => (peak = Math.max(peak, pids.reduce((sum, pid) => sum + rssMb(pid), 0)));
+  const timer = setInterval(sample, 100);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+    sample();
+  }
+  return peak;
+}
+
+let knownIps: string[] = [];
+function randomPublicIp(): string {
+  for (;;) {
+    const ip = `${1 + Math.floor(Math.random() * 223)}.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
+    if (!unreportableReason(parseIp(ip)!)) return ip;
+  }
+}
+/** A fresh address per request: half of them known to the data set, half random. */
+const freshIp = () => (Math.random() < 0.5 ? knownIps[Math.floor(Math.random() * knownIps.length)]! : randomPublicIp());
+
+async function run(
+  scenario: string,
+  target: string,
+  connections: number,
+  request: { method?: string; path: () => string; body?: () => string; headers?: Record<string, string>; expect?: number },
+  note?: string,
+): Promise<Row> {
+  const result = await autocannon({
+    url: target,
+    connections,
+    duration: DURATION,
+    requests: [
+      {
+        method: (request.method ?? 'GET') as 'GET',
+        headers: request.headers,
+        setupRequest: (req) => ({ ...req, path: request.path(), body: request.body?.() }),
+      },
+    ],
+  });
+  const row: Row = {
+    scenario,
+    connections,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    // autocannon counts every status but 2xx as an error; a scenario may expect another (304).
+    errors: result.errors + result.non2xx - (request.expect ? Number(result.statusCodeStats[String(request.expect) as '304']?.count ?? 0) : 0),
+    note,
+  };
+  rows.push(row);
+  log(`${scenario.padEnd(42)} c=${String(connections).padStart(2)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}`);
+  return row;
+}
+
+/** Times single requests one after another (for the large bulk operations). */
+async function timeEach(scenario: string, count: number, send: () => Promise<Response>, note?: string): Promise<Row> {
+  const times: number[] = [];
+  let errors = 0;
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    const res = await send();
+    await res.arrayBuffer();
+    if (!res.ok) errors++;
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  const q = (p: number) => Math.round(times[Math.min(times.length - 1, Math.floor(p * times.length))]!);
+  const row: Row = { scenario, connections: 1, rps: Math.round((1000 * count) / times.reduce((a, b) => a + b, 0)), p50: q(0.5), p99: q(0.99), errors, note };
+  rows.push(row);
+  log(`${scenario.padEnd(42)} c= 1 ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${errors}`);
+  return row;
+}
+
+async function main(): Promise<void> {
+  await ensureDatabase();
+  log('building…');
+  execFileSync(path.join(projectRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
+
+  const db = await connectDatabase({ databaseUrl: url, dataDir: '.data', dbPoolMax: 2 }, pino({ level: 'silent' }));
+  const keys = new KeyService(db.orm.em);
+  const enterprise = (await keys.create({ role: 'enterprise' })).key;
+  knownIps = (await db.pool.query<{ ip: string }>('select ip from ip_stats tablesample system (10) limit 20000')).rows.map((r) => r.ip);
+  if (knownIps.length < 100) knownIps = (await db.pool.query<{ ip: string }>('select ip from ip_stats limit 20000')).rows.map((r) => r.ip);
+  await db.close();
+
+  const smtp = await startSmtp();
+  const ports = { app: 18_081, app2: 18_082, http: 18_083, express: 18_084 };
+  const appEnv = (port: number, extra: Record<string, string> = {}) => ({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: url,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    RELAY_SMTP_URL: smtp.url,
+    RELAY_MAIL_FROM: 'bench@example.net',
+    RELAY_ENTERPRISE_MAIL_CEILING: '100000000',
+    RELAY_SITE_DAILY_CAP: '100000000',
+    ...extra,
+  });
+  const children: ChildProcess[] = [];
+  const app = start(['dist/src/main.js'], appEnv(ports.app));
+  const http = start(['--import', 'tsx', 'scripts/bench/baseline.ts', 'http'], { PORT: String(ports.http), DATABASE_URL: url });
+  const exp = start(['--import', 'tsx', 'scripts/bench/baseline.ts', 'express'], { PORT: String(ports.express), DATABASE_URL: url });
+  children.push(app, http, exp);
+  try {
+    const base = `http://127.0.0.1:${ports.app}`;
+    await Promise.all([waitFor(`${base}/readyz`), waitFor(`http://127.0.0.1:${ports.http}/check?ip=1.1.1.1`), waitFor(`http://127.0.0.1:${ports.express}/check?ip=1.1.1.1`)]);
+    const key = { 'X-Key': enterprise };
+    const json = { ...key, 'content-type': 'application/json' };
+
+    // Warm-up (JIT, connection pools, caches), not recorded.
+    await autocannon({ url: `${base}/api/v2/check?ip=8.8.8.8`, connections: 10, duration: Math.min(3, DURATION), headers: key });
+    const baselines: Record<number, { http: Row; express: Row }> = {};
+    const checks: Record<number, Row> = {};
+    let peakLoad = 0;
+    for (const c of [10, 50]) {
+      const h = await run('baseline: node:http + pg, PK lookup', `http://127.0.0.1:${ports.http}`, c, { path: () => `/check?ip=${freshIp()}` });
+      const e = await run('baseline: Express 5 + pg, PK lookup', `http://127.0.0.1:${ports.express}`, c, { path: () => `/check?ip=${freshIp()}` });
+      baselines[c] = { http: h, express: e };
+      peakLoad = Math.max(
+        peakLoad,
+        await peakRss([app.pid!], async () => {
+          checks[c] = await run('GET /check (key, quota charged)', base, c, { path: () => `/api/v2/check?ip=${freshIp()}`, headers: key });
+        }),
+      );
+    }
+    for (const c of [10, 50]) await run('GET /check-public (key)', base, c, { path: () => `/api/v2/check-public?ip=${freshIp()}`, headers: key });
+    await run('POST /bulk-check, 1,000 addresses', base, 10, {
+      method: 'POST',
+      path: () => '/api/v2/bulk-check',
+      headers: json,
+      body: () => JSON.stringify({ ips: Array.from({ length: 1000 }, freshIp) }),
+    });
+    await run('POST /report', base, 50, {
+      method: 'POST',
+      path: () => '/api/v2/report',
+      headers: json,
+      body: () => JSON.stringify({ ip: randomPublicIp(), categories: [18, 22], comment: 'bench' }),
+    });
+    await timeEach('POST /bulk-report, 10,000 lines', quick ? 2 : 5, () =>
+      fetch(`${base}/api/v2/bulk-report`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ csv: Array.from({ length: 10_000 }, () => `${randomPublicIp()},18|22,bench`).join('\n') }),
+      }),
+    );
+    const blacklistPath = '/api/v2/blacklist?confidence=0&limit=10000';
+    const first = await fetch(base + blacklistPath, { headers: key });
+    const etag = first.headers.get('etag')!;
+    await first.arrayBuffer();
+    for (const c of [10, 50]) await run('GET /blacklist 10,000 entries (200)', base, c, { path: () => blacklistPath, headers: key });
+    for (const c of [10, 50]) {
+      await run('GET /blacklist (304)', base, c, { path: () => blacklistPath, headers: { ...key, 'If-None-Match': etag }, expect: 304 });
+    }
+    for (const [name, p] of [
+      ['GET /stats-public', '/api/v2/stats-public'],
+      ['GET /statistics', '/api/v2/statistics'],
+      ['GET /trends?period=24h', '/api/v2/trends?period=24h'],
+      ['GET /trends?period=30d', '/api/v2/trends?period=30d'],
+      ['GET /attack-map-data', '/api/v2/attack-map-data'],
+      ['GET /blacklist-stats', '/api/v2/blacklist-stats'],
+      ['GET /blacklist-categories', '/api/v2/blacklist-categories'],
+    ] as const) {
+      await run(name, base, 10, { path: () => p, headers: key });
+    }
+    let mailSeq = 0;
+    await run('POST /relay-mail', base, 10, {
+      method: 'POST',
+      path: () => '/api/v2/relay-mail',
+      headers: json,
+      body: () => JSON.stringify({ recipient: `u${mailSeq++}-${Date.now()}@example.org`, subject: 'Code', body_text: 'Your code is 123456' }),
+    });
+
+    // Memory: a 100,000-entry download against the resident set at rest.
+    const rest = rssMb(app.pid!);
+    const peakDownload = await peakRss([app.pid!], async () => {
+      const res = await fetch(`${base}/api/v2/blacklist?confidence=0&limit=100000`, { headers: key });
+      await res.arrayBuffer();
+    });
+
+    // Two processes against one.
+    const two = start(['dist/src/main.js'], appEnv(ports.app2, { WORKERS: '2' }));
+    children.push(two);
+    await waitFor(`http://127.0.0.1:${ports.app2}/readyz`);
+    await new Promise((r) => setTimeout(r, 1000));
+    const twoRow = await run('GET /check, WORKERS=2', `http://127.0.0.1:${ports.app2}`, 50, {
+      path: () => `/api/v2/check?ip=${freshIp()}`,
+      headers: key,
+    });
+
+    const report = render({ baselines, checks, peakLoad, rest, peakDownload, twoRow });
+    log('\n' + report);
+    if (!args['no-write'] && !quick) writeResults(report);
+    const failed = rows.filter((r) => r.errors > 0);
+    if (failed.length) {
+      log(`requests failed in: ${failed.map((r) => r.scenario).join(', ')}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await smtp.close();
+  }
+}
+
+function render(m: {
+  baselines: Record<number, { http: Row; express: Row }>;
+  checks: Record<number, Row>;
+  peakLoad: number;
+  rest: number;
+  peakDownload: number;
+  twoRow: Row;
+}): string {
+  const ratio = (row: Row, b: Row | undefined) => (b ? (row.rps / b.rps).toFixed(2) : '');
+  const lines = [
+    `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ${Math.round(totalmem() / 2 ** 30)} GiB,`,
+    `Node ${process.version}; ${IPS.toLocaleString('en')} addresses and ${REPORTS.toLocaleString('en')} reports; ${DURATION} s per run;`,
+    'server, baselines, PostgreSQL and autocannon share the machine.',
+    '',
+    '| Scenario | Conn. | req/s | p50 ms | p99 ms | × node:http | × Express | Errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => {
+      const b = m.baselines[r.connections];
+      const isCheck = r.scenario.startsWith('GET /check') || r.scenario.startsWith('GET /blacklist (304)');
+      return `| ${r.scenario} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${isCheck ? ratio(r, b?.http) : ''} | ${
+        isCheck ? ratio(r, b?.express) : ''
+      } | ${r.errors} |`;
+    }),
+    '',
+    `Server resident memory: peak ${Math.round(m.peakLoad)} MB under /check load; ${Math.round(m.rest)} MB at rest before a ` +
+      `100,000-entry blacklist download, peak ${Math.round(m.peakDownload)} MB during it (+${Math.round(m.peakDownload - m.rest)} MB).`,
+    `WORKERS=2 against 1 process, /check at 50 connections: ${m.twoRow.rps} against ${m.checks[50]?.rps} req/s ` +
+      `(×${m.checks[50] ? (m.twoRow.rps / m.checks[50].rps).toFixed(2) : '?'}).`,
+  ];
+  return lines.join('\n');
+}
+
+const START = '<!-- results:start -->';
+const END = '<!-- results:end -->';
+function writeResults(report: string): void {
+  const file = path.join(projectRoot, 'BENCHMARKS.md');
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : `# Benchmarks\n\n${START}\n${END}\n`;
+  const next = current.includes(START)
+    ? current.replace(new RegExp(`${START}[\\s\\S]*${END}`), `${START}\n${report}\n${END}`)
+    : `${current}\n${START}\n${report}\n${END}\n`;
+  writeFileSync(file, next);
+  log('BENCHMARKS.md updated');
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
