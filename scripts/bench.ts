@@ -153,7 +153,7 @@ async function run(
     p50: result.latency.p50,
     p99: result.latency.p99,
     // autocannon counts every status but 2xx as an error; a scenario may expect another (304).
-    errors: result.errors + result.non2xx - (request.expect ? Number(result.statusCodeStats[String(request.expect) as '304']?.count ?? 0) : 0),
+    errors: result.errors + result.non2xx - (request.expect ? Number(result.statusCodeStats?.[String(request.expect) as '304']?.count ?? 0) : 0),
     note,
   };
   rows.push(row);
