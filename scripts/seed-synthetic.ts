@@ -102,6 +102,7 @@ async function main(): Promise<void> {
     'connections_hourly',
     'blacklist_entries',
     'blacklist_snapshots',
+    'category_totals',
   ];
   if (args.reset) {
     await admin.query(`truncate ${tables.join(', ')} restart identity`);
@@ -301,6 +302,10 @@ async function main(): Promise<void> {
     `insert into activity_hourly (hour, category, reports, new_ips)
      select * from unnest($1::timestamptz[], $2::smallint[], $3::int[], $4::int[])`,
     [entries.map((e) => e.hour), entries.map((e) => e.category), entries.map((e) => e.reports), entries.map((e) => e.newIps)],
+  );
+  await admin.query(
+    `insert into category_totals (category, reports)
+     select category, sum(reports) from activity_hourly where category <> 0 group by category`,
   );
   await admin.query(
     'insert into country_totals (country_code, ips, reports) select * from unnest($1::text[], $2::int[], $3::bigint[])',

@@ -16,6 +16,7 @@ import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestLogger } from './http/logging.js';
 import { Metering } from './http/metering.js';
+import type { Metrics } from './http/metrics.js';
 import type { Handler, Handlers } from './http/types.js';
 import { KeyAuthenticator } from './keys/keys.js';
 import { keyHandlers } from './keys/handlers.js';
@@ -42,7 +43,8 @@ export interface AppDeps {
   geo: GeoIp;
   /** The relay's queue; undefined where no transport is configured (sends answer 503). */
   relayQueue: RelayQueue | undefined;
-  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments'> & { keyCacheMs?: number };
+  metrics: Metrics;
+  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments'> & { keyCacheMs?: number; metricsToken?: string };
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -60,11 +62,11 @@ const DOCS_CSP =
 
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
-  const { orm, pool, geo, relayQueue, config, logger, clock, api } = deps;
+  const { orm, pool, geo, relayQueue, metrics, config, logger, clock, api } = deps;
   const em = orm.em;
   const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock);
   const meter = new Meter(pool, clock);
-  const metering = new Metering(meter, clock);
+  const metering = new Metering(meter, clock, metrics);
   const categories = new CategoryService(em);
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock);
   const snapshots = blacklistSnapshots(pool, clock);
@@ -84,7 +86,9 @@ export function buildApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
 
   app.use(helmet());
+  app.use(metrics.middleware());
   app.use(requestLogger(logger));
+  app.get('/metrics', metrics.handler(config.metricsToken));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -126,6 +130,7 @@ export function buildApp(deps: AppDeps): Express {
       ignorePaths: (path: string) => !path.startsWith(`${API_BASE}/`),
     }),
   );
+  app.use(rejectNonFiniteNumbers);
   app.use((_req, _res, next) => RequestContext.create(em, next));
 
   for (const [path, item] of Object.entries(api.document.paths ?? {})) {
@@ -149,6 +154,21 @@ export function buildApp(deps: AppDeps): Express {
   });
   app.use(errorHandler(logger, metering));
   return app;
+}
+
+/**
+ * The validator's type coercion (ajv) turns `Infinity` into a number that then passes
+ * `integer` and `maximum`; such a value is refused here, as the document means it to be.
+ */
+function rejectNonFiniteNumbers(req: Request, _res: Response, next: NextFunction) {
+  for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      throw new ApiError(400, `Invalid request: query parameter '${name}' must be a finite number.`, {
+        errors: [{ location: 'query', name, message: 'must be a finite number' }],
+      });
+    }
+  }
+  next();
 }
 
 /** ipaddr.js also accepts shorthand like `10.1` or `0x7f.1`; the API takes dotted quads only. */

@@ -31,6 +31,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
@@ -72,6 +73,8 @@ export type Config = {
   dbPoolMax: number;
   /** Server processes on this machine (node:cluster); 1 runs in this process. */
   workers: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
   /** How long a process trusts a key lookup: a revocation reaches every process within it. */
   keyCacheMs: number;
   /** Check every response against the OpenAPI document (on by default outside production). */
@@ -126,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     dbPoolMax: e.DB_POOL_MAX,
     workers: e.WORKERS,
+    metricsToken: e.METRICS_TOKEN,
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,

@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import { createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
@@ -11,6 +10,9 @@ import { createLogger } from './http/logging.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
 import { loadApiArtifacts } from './openapi.js';
 import { startRelay } from './relay/runtime.js';
+import { Metrics } from './http/metrics.js';
+import { createHttpServer } from './http/server.js';
+import type { RelayQueue } from './relay/queue.js';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 const SHUTDOWN_GRACE_MS = 25_000;
@@ -19,14 +21,19 @@ const SHUTDOWN_GRACE_MS = 25_000;
 async function serve(config: Config, logger: Logger): Promise<void> {
   const api = loadApiArtifacts();
   const [geo, database] = await Promise.all([openGeoIp(config.geoip), connectDatabase(config, logger)]);
+  let relayQueue: RelayQueue | undefined;
+  const metrics = new Metrics(database.pool, (channel) => relayQueue?.depth(channel) ?? Promise.resolve(0));
   const relay = await startRelay(config.relay, database.url, database.pool, systemClock, logger, {
     queueConnections: config.databaseUrl ? 4 : 2,
+    metrics,
   });
+  relayQueue = relay.queue;
   const app = buildApp({
     orm: database.orm,
     pool: database.pool,
     geo,
     relayQueue: relay.queue,
+    metrics,
     config,
     logger,
     clock: systemClock,
@@ -41,11 +48,7 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   );
   blacklistJob.start();
 
-  const server = createServer(app);
-  // Slow clients cannot hold a connection open forever.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
+  const server = createHttpServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);

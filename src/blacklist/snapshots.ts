@@ -122,6 +122,9 @@ export class BlacklistSnapshots {
   async stream(head: SnapshotHead, filter: EntryFilter): Promise<{ rows: AsyncIterable<EntryRow>; release: () => void }> {
     const lastPosition = head.scorePositions[filter.minScore] ?? 0;
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken = err);
+    client.on('error', onError);
     const query = new QueryStream(
       `select ip, score, last_reported_at, total_reports, categories, country_code
          from blacklist_entries
@@ -136,7 +139,8 @@ export class BlacklistSnapshots {
       if (released) return;
       released = true;
       rows.destroy();
-      client.release();
+      client.off('error', onError);
+      client.release(broken);
     };
     rows.once('end', release);
     rows.once('error', release);
@@ -232,6 +236,8 @@ export class BlacklistSnapshots {
            from blacklist_staging`,
         [created!.id],
       );
+      // Fresh statistics, or the planner reads a million new rows as a few hundred and sorts.
+      await client.query('analyze blacklist_entries');
       // The previous snapshot stays for downloads still streaming it; older ones go.
       await client.query('delete from blacklist_snapshots where id < (select max(id) from blacklist_snapshots where id < $1)', [
         created!.id,

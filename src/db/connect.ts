@@ -50,7 +50,10 @@ export async function connectDatabase(
     await stopEmbedded?.();
     throw err;
   }
-  const pool = createPool(url, isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, { prepared: !isEmbedded });
+  const pool = createPool(url, isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, {
+    prepared: !isEmbedded,
+    onError: (err) => logger.warn({ err: err.message }, 'an idle database connection failed; it will be replaced'),
+  });
   return {
     orm,
     pool,

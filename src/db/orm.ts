@@ -22,7 +22,16 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
     entities,
     extensions: [Migrator],
     migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false },
-    pool: { min: 0, max: poolMax },
+    pool: {
+      min: 0,
+      max: poolMax,
+      // A connection that dies while idle (the database restarts) must not end the process:
+      // the pool drops it and opens another when one is needed.
+      afterCreate: (connection: { on(event: 'error', listener: (err: Error) => void): void }, done: (err: Error | null, c: unknown) => void) => {
+        connection.on('error', (err) => logger?.warn({ err: err.message }, 'an ORM database connection failed'));
+        done(null, connection);
+      },
+    },
     // Connections are short-lived statements; a dead server must fail fast, not hang a request.
     driverOptions: { connection: { connectionTimeoutMillis: 5_000, statement_timeout: 15_000 } },
     discovery: { warnWhenNoEntities: true },

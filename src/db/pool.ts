@@ -15,7 +15,11 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
  * `prepared: false` drops statement names: the embedded PostgreSQL multiplexes every client
  * connection onto one session, where a name prepared by one connection collides with the next.
  */
-export function createPool(url: string, max: number, options: { prepared?: boolean } = {}): Pool {
+export function createPool(
+  url: string,
+  max: number,
+  options: { prepared?: boolean; onError?: (err: Error) => void } = {},
+): Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -24,6 +28,9 @@ export function createPool(url: string, max: number, options: { prepared?: boole
     statement_timeout: 15_000,
     idleTimeoutMillis: 30_000,
   });
+  // An idle connection that dies (the database restarts) is dropped and replaced on demand;
+  // without a listener its error would end the process.
+  pool.on('error', (err) => options.onError?.(err));
   if (options.prepared === false) {
     const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
     pool.query = ((config: unknown, ...rest: unknown[]) =>
@@ -32,18 +39,35 @@ export function createPool(url: string, max: number, options: { prepared?: boole
   return pool;
 }
 
+/**
+ * Lends `work` one connection of the pool. A connection that dies while lent (the database
+ * stops) fails the query under way; the error it also emits is caught here, not left to end the
+ * process, and the broken connection is discarded instead of returned to the pool.
+ */
+export async function withClient<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
+  try {
+    return await work(client);
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
 /** Runs `work` in a transaction on one connection; rolls back when it throws. */
 export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    const result = await work(client);
-    await client.query('commit');
-    return result;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  return withClient(pool, async (client) => {
+    try {
+      await client.query('begin');
+      const result = await work(client);
+      await client.query('commit');
+      return result;
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    }
+  });
 }

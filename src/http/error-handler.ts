@@ -99,6 +99,11 @@ function map(err: unknown, req: Request, logger: Logger): Mapped {
     case 'request.aborted':
       return { status: 400, message: 'The request body was not received completely.' };
   }
+  // Any other client error the body parser raises (a body that is not the gzip it claims).
+  const httpError = err as { status?: number; expose?: boolean; errors?: unknown };
+  if (httpError?.expose === true && !httpError.errors && typeof httpError.status === 'number' && httpError.status >= 400 && httpError.status < 500) {
+    return { status: 400, message: 'The request body could not be read; send it as plain or correctly encoded JSON.' };
+  }
   const validatorError = err as ValidatorError;
   if (typeof validatorError?.status === 'number' && Array.isArray(validatorError.errors)) {
     const status = validatorError.status;
@@ -135,6 +140,8 @@ function map(err: unknown, req: Request, logger: Logger): Mapped {
   return { status: 500, message: 'An unexpected error occurred. It has been logged.' };
 }
 
+const RELAY_PATH = /^\/api\/v2\/relay-(mail|sms|quota)$/;
+
 const RELAY_CODES: Record<number, string> = {
   400: 'invalid_request',
   401: 'missing_api_key',
@@ -157,7 +164,8 @@ export function errorHandler(logger: Logger, metering: Metering) {
     if (mapped.status !== 503) await metering.ensureHeaders(req, res);
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
     const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
-    const relay = operationId !== undefined && OPERATIONS[operationId as keyof typeof OPERATIONS]?.relay;
+    // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
+    const relay = operationId !== undefined ? OPERATIONS[operationId as keyof typeof OPERATIONS]?.relay : RELAY_PATH.test(req.path);
     res.status(mapped.status);
     if (relay) {
       const body: Record<string, unknown> = {

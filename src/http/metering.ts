@@ -3,11 +3,16 @@ import type { Clock } from '../clock.js';
 import { OPERATIONS, type OperationId } from '../keys/roles.js';
 import type { CounterState, Meter, Subject } from '../keys/usage.js';
 import { rateLimited } from './errors.js';
+import type { Metrics } from './metrics.js';
+import type { Queryable } from '../db/pool.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
-    /** Charges the operation's counter `units` times, or throws 429 leaving it unchanged. */
-    charge?: (units: number) => Promise<void>;
+    /**
+     * Charges the operation's counter `units` times, or throws 429 leaving it unchanged. With
+     * `db` (a transaction), the charge commits or rolls back with the work it pays for.
+     */
+    charge?: (units: number, db?: Queryable) => Promise<void>;
   }
 }
 
@@ -47,7 +52,13 @@ export class Metering {
   constructor(
     private readonly meter: Meter,
     private readonly clock: Clock,
+    private readonly metrics?: Metrics,
   ) {}
+
+  private refuse(counter: string, resetAt: Date) {
+    this.metrics?.quotaRefusals.inc({ counter });
+    return rateLimited(secondsUntil(resetAt, this.clock));
+  }
 
   /** The caller's main daily counter: the check quota with a key, the per-IP allowance without. */
   private mainCounter(res: Response) {
@@ -58,10 +69,11 @@ export class Metering {
    * Charges the counter, or throws 429 leaving it unchanged. A request answered with a server
    * error (5xx) after its charge gets the charge back: only answered work is counted.
    */
-  private async charge(req: Request, res: Response, counter: 'check' | 'report' | 'public', units: number) {
-    const result = await this.meter.charge(subjectOf(req, res), counter, units);
+  private async charge(req: Request, res: Response, counter: 'check' | 'report' | 'public', units: number, db?: Queryable) {
+    const result = await this.meter.charge(subjectOf(req, res), counter, units, db);
     setRateLimitHeaders(res, result, this.clock);
-    if (!result.allowed) throw rateLimited(secondsUntil(result.resetAt, this.clock));
+    if (!result.allowed) throw this.refuse(counter, result.resetAt);
+    if (db) return; // the transaction's rollback takes it back
     res.once('finish', () => {
       if (res.statusCode >= 500) {
         this.meter.refund(result, units).catch((err: unknown) => req.log?.error({ err }, 'quota refund failed'));
@@ -76,14 +88,14 @@ export class Metering {
       const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
       if (counter && rule.chargedByHandler) {
         setRateLimitHeaders(res, await this.meter.peek(subjectOf(req, res), counter), this.clock);
-        res.locals.charge = (units) => this.charge(req, res, counter, units);
+        res.locals.charge = (units, db) => this.charge(req, res, counter, units, db);
       } else if (counter) {
         await this.charge(req, res, counter, 1);
       } else {
         const state = await this.meter.peek(subjectOf(req, res), this.mainCounter(res));
         setRateLimitHeaders(res, state, this.clock);
         if (rule.gatedByPublicLimit && !res.locals.caller && state.used >= state.limit) {
-          throw rateLimited(secondsUntil(state.resetAt, this.clock));
+          throw this.refuse('public', state.resetAt);
         }
       }
       next();

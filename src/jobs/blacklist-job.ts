@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
 import type { Clock } from '../clock.js';
-import type { Pool } from '../db/pool.js';
+import { withClient, type Pool } from '../db/pool.js';
 
 /** Any stable number: the advisory lock that lets one process regenerate at a time. */
 const REGENERATION_LOCK = 7_260_112_005;
@@ -41,8 +41,7 @@ export class BlacklistJob {
 
   /** Regenerates when due and this process holds the lock; returns whether it did. */
   async runIfDue(): Promise<boolean> {
-    const client = await this.pool.connect();
-    try {
+    return withClient(this.pool, async (client) => {
       const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [REGENERATION_LOCK]);
       if (!rows[0]!.locked) return false;
       try {
@@ -56,10 +55,8 @@ export class BlacklistJob {
         this.logger.info({ ...result, ms: Date.now() - started }, 'blacklist regenerated');
         return true;
       } finally {
-        await client.query('select pg_advisory_unlock($1)', [REGENERATION_LOCK]);
+        await client.query('select pg_advisory_unlock($1)', [REGENERATION_LOCK]).catch(() => undefined);
       }
-    } finally {
-      client.release();
-    }
+    });
   }
 }

@@ -77,12 +77,13 @@ export class Meter implements UsageReader {
     private readonly clock: Clock,
   ) {}
 
-  async charge(subject: Subject, counter: Counter, units: number): Promise<ChargeResult> {
+  /** `db`: a transaction to charge in, so that the charge rolls back with the work it pays for. */
+  async charge(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
     const now = this.clock.now();
     const { name, limit } = keyOf(subject, counter);
     const ceiling = limit < 0 ? UNLIMITED : limit;
     const day = utcDay(now);
-    const { rows } = await this.db.query<{ used: number }>({
+    const { rows } = await db.query<{ used: number }>({
       name: 'charge-counter',
       text: `insert into usage_counters (subject, counter, day, used)
              select $1, $2, $3::date, $4::int where $4::int <= $5::int

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import type { Pool } from '../db/pool.js';
+import type { Metrics } from '../http/metrics.js';
 import { createMailTransport } from './delivery/mail.js';
 import { createSmsProvider } from './delivery/sms.js';
 import { RelayQueue } from './queue.js';
@@ -23,7 +24,7 @@ export async function startRelay(
   pool: Pool,
   clock: Clock,
   logger: Logger,
-  options: { pollingSeconds?: number; queueConnections?: number } = {},
+  options: { pollingSeconds?: number; queueConnections?: number; metrics?: Metrics } = {},
 ): Promise<RelayRuntime> {
   const transports: Transports = {};
   if (config.mail) {
@@ -45,7 +46,7 @@ export async function startRelay(
     logger,
     options.queueConnections,
   );
-  await new RelayWorker(pool, queue, transports, clock, logger).start();
+  await new RelayWorker(pool, queue, transports, clock, logger, options.metrics).start();
   return {
     queue,
     async stop() {

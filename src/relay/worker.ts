@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import type { Metrics } from '../http/metrics.js';
 import { transaction, type Pool } from '../db/pool.js';
 import type { MailTransport } from './delivery/mail.js';
 import type { SmsProvider } from './delivery/sms.js';
@@ -45,6 +46,7 @@ export class RelayWorker {
     private readonly transports: Transports,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly metrics?: Metrics,
   ) {}
 
   async start(): Promise<void> {
@@ -67,6 +69,7 @@ export class RelayWorker {
           where id = $1 and status = 'queued'`,
         [message.id, this.clock.now()],
       );
+      this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'sent' });
       this.logger.info({ messageId: message.id, channel: message.channel }, 'relay message sent');
     } catch (err) {
       const error = err as Error & { retryable?: boolean };
@@ -76,10 +79,12 @@ export class RelayWorker {
           message.id,
           error.message.slice(0, 500),
         ]);
+        this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'retried' });
         this.logger.warn({ messageId: message.id, attempt: job.retryCount + 1, err: error.message }, 'relay delivery failed; will retry');
         throw err;
       }
       await this.fail(message, error.message);
+      this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'failed' });
       this.logger.error({ messageId: message.id, err: error.message }, 'relay message failed');
     }
   }

@@ -182,6 +182,11 @@ export class ReputationRepository {
     now: Date,
     decay: number,
     scoreOf: (aggregate: IpAggregate) => number,
+    /**
+     * Runs last in the transaction (the quota charge): it commits or rolls back with the
+     * reports, and holds the account's counter row only for the end of the transaction.
+     */
+    afterWrite?: (client: Queryable) => Promise<void>,
   ): Promise<Map<string, StoredReport>> {
     const byIp = new Map<string, NewReport[]>();
     for (const report of reports) {
@@ -317,6 +322,7 @@ export class ReputationRepository {
           score: scores.get(r.ip) ?? 0,
         })),
       );
+      await afterWrite?.(client);
       const stored = new Map<string, StoredReport>();
       for (const [ip, { reportId, categories }] of reportIds) {
         stored.set(ip, { reportId, ip, categories, score: scores.get(ip) ?? 0 });
@@ -372,6 +378,12 @@ export class ReputationRepository {
        on conflict (hour, category) do update set
          reports = activity_hourly.reports + excluded.reports, new_ips = activity_hourly.new_ips + excluded.new_ips`,
       [hour, categories, categories.map((c) => activity.get(c)!.reports), categories.map((c) => activity.get(c)!.newIps)],
+    );
+    await client.query(
+      `insert into category_totals (category, reports)
+       select * from unnest($1::smallint[], $2::bigint[])
+       on conflict (category) do update set reports = category_totals.reports + excluded.reports`,
+      [categories.filter((c) => c !== 0), categories.filter((c) => c !== 0).map((c) => activity.get(c)!.reports)],
     );
     if (countries.size) {
       const codes = [...countries.keys()].sort();

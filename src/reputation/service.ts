@@ -1,5 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import type { Clock } from '../clock.js';
+import type { Queryable } from '../db/pool.js';
 import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { ApiError, unprocessable } from '../http/errors.js';
@@ -9,7 +10,7 @@ import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from 
 import { computeScore, decayContribution, type Score } from './score.js';
 
 /** Charges the operation's daily counter, or throws 429 (see http/metering.ts). */
-export type Charge = (units: number) => Promise<void>;
+export type Charge = (units: number, db?: Queryable) => Promise<void>;
 
 export const COMMENT_MAX = 1024;
 export const BULK_REPORT_MAX_LINES = 10_000;
@@ -189,10 +190,18 @@ export class ReputationService {
     };
   }
 
-  private store(caller: Caller, reporterIp: string, reports: NewReport[]) {
+  /** Stores reports, charging `units` in the same transaction. */
+  private store(caller: Caller, reporterIp: string, reports: NewReport[], charge: Charge, units: number) {
     const now = this.clock.now();
     const reporter = { ...caller, country: this.geo.lookup(reporterIp).countryCode };
-    return this.repository.store(reporter, reports, now, decayContribution(now), (a) => this.score(a).abuseConfidencePercentage);
+    return this.repository.store(
+      reporter,
+      reports,
+      now,
+      decayContribution(now),
+      (a) => this.score(a).abuseConfidencePercentage,
+      (client) => charge(units, client),
+    );
   }
 
   /** POST /report. `reporterIp` is where the report came from: the target of attack-map connections. */
@@ -203,8 +212,7 @@ export class ReputationService {
         { location: 'body', name: report.field, message: report.message },
       ]);
     }
-    await charge(1);
-    const stored = (await this.store(caller, reporterIp, [report])).get(report.ip)!;
+    const stored = (await this.store(caller, reporterIp, [report], charge, 1)).get(report.ip)!;
     return {
       reportId: stored.reportId,
       ip: stored.ip,
@@ -236,8 +244,8 @@ export class ReputationService {
       if ('field' in report) errors.push({ line: line.line, input: line.input, error: report.message });
       else valid.push(report);
     }
-    if (lines.length) await charge(lines.length);
-    if (valid.length) await this.store(caller, reporterIp, valid);
+    if (valid.length) await this.store(caller, reporterIp, valid, charge, lines.length);
+    else if (lines.length) await charge(lines.length);
     return { success_count: valid.length, error_count: errors.length, errors };
   }
 

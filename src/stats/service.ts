@@ -50,16 +50,25 @@ export class StatsService {
     return rows[0]!;
   }
 
+  /** Reports per category: all time from the totals, or since `from` from the hourly rollup. */
   private async categoryCounts(from: Date | null, limit: number | null, only: number | null) {
     const [{ rows }, names] = await Promise.all([
-      this.pool.query<{ category: number; count: number }>({
-        name: 'category-counts',
-        text: `select category, sum(reports)::int as count from activity_hourly
-                where category <> 0 and ($1::timestamptz is null or hour >= $1) and ($3::smallint is null or category = $3)
-                group by category having sum(reports) > 0
-                order by count desc, category limit $2`,
-        values: [from, limit, only],
-      }),
+      from === null
+        ? this.pool.query<{ category: number; count: number }>({
+            name: 'category-totals',
+            text: `select category, reports::int as count from category_totals
+                    where reports > 0 and ($2::smallint is null or category = $2)
+                    order by count desc, category limit $1`,
+            values: [limit, only],
+          })
+        : this.pool.query<{ category: number; count: number }>({
+            name: 'category-counts',
+            text: `select category, sum(reports)::int as count from activity_hourly
+                    where category <> 0 and hour >= $1 and ($3::smallint is null or category = $3)
+                    group by category having sum(reports) > 0
+                    order by count desc, category limit $2`,
+            values: [from, limit, only],
+          }),
       this.categories.list(),
     ]);
     const nameOf = new Map(names.map((c) => [c.id, c.name]));

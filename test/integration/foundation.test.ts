@@ -250,3 +250,23 @@ describe('key lookups cached for KEY_CACHE_SECONDS', () => {
     }
   });
 });
+
+describe('observability', () => {
+  it('serves Prometheus metrics per operation and status, and request ids in every log line', async () => {
+    const key = await s.createKey('free');
+    await raw('/api/v2/verify-key', { headers: { 'X-Key': key.key, 'X-Request-Id': 'trace-abc-123' } });
+    await raw('/api/v2/verify-key');
+    const res = await fetch(s.origin + '/metrics');
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toMatch(/trs_http_requests_total\{operation="verifyKey",status="200"\} [1-9]/);
+    expect(text).toMatch(/trs_http_requests_total\{operation="verifyKey",status="401"\} [1-9]/);
+    expect(text).toMatch(/trs_http_request_duration_seconds_bucket\{le="0\.1",operation="verifyKey"\}/);
+    expect(text).toContain('trs_db_pool_connections{state="total"}');
+    expect(text).toContain('trs_relay_queue_depth');
+    expect(text).toContain('trs_quota_refusals_total');
+    const lines = s.logs.filter((l) => l.includes('trace-abc-123'));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ reqId: 'trace-abc-123', res: { statusCode: 200 } });
+  });
+});

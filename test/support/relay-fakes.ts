@@ -5,7 +5,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
 /** A real SMTP server on loopback that keeps what it receives. */
-export async function startSmtp() {
+export async function startSmtp(port = 0) {
   const received: { raw: string; mail: ParsedMail; envelopeTo: string[] }[] = [];
   const server = new SMTPServer({
     authOptional: true,
@@ -21,11 +21,11 @@ export async function startSmtp() {
       });
     },
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(port, '127.0.0.1');
   await once(server.server, 'listening');
-  const port = (server.server.address() as AddressInfo).port;
+  const bound = (server.server.address() as AddressInfo).port;
   return {
-    url: `smtp://127.0.0.1:${port}`,
+    url: `smtp://127.0.0.1:${bound}`,
     received,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import createClient, { type Client } from 'openapi-fetch';
@@ -8,6 +8,9 @@ import { buildApp } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config, type RelayConfig } from '../../src/config.js';
 import { startRelay } from '../../src/relay/runtime.js';
+import { Metrics } from '../../src/http/metrics.js';
+import { createHttpServer, SERVER_TIMEOUTS } from '../../src/http/server.js';
+import type { RelayQueue } from '../../src/relay/queue.js';
 import type { Role } from '../../src/db/entities.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
@@ -45,6 +48,7 @@ async function listen(server: Server): Promise<string> {
 }
 
 export interface TestServerOptions {
+  timeouts?: typeof SERVER_TIMEOUTS;
   config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs'>> & { relay?: Partial<RelayConfig> };
   clock?: ManualClock;
 }
@@ -65,7 +69,10 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   const defaults = loadConfig({});
   const relayConfig: RelayConfig = { ...defaults.relay, ...options.config?.relay };
   // Delivery polls fast in tests; the real clock times retries, the manual clock everything else.
-  const relay = await startRelay(relayConfig, db.url, pool, clock, logger, { pollingSeconds: 0.5, queueConnections: 2 });
+  let relayQueue: RelayQueue | undefined;
+  const metrics = new Metrics(pool, (channel) => relayQueue?.depth(channel) ?? Promise.resolve(0));
+  const relay = await startRelay(relayConfig, db.url, pool, clock, logger, { pollingSeconds: 0.5, queueConnections: 2, metrics });
+  relayQueue = relay.queue;
   const app = buildApp({
     orm,
     pool,
@@ -74,6 +81,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     clock,
     api,
     relayQueue: relay.queue,
+    metrics,
     config: {
       trustProxy: options.config?.trustProxy ?? false,
       validateResponses: true,
@@ -82,7 +90,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
       keyCacheMs: options.config?.keyCacheMs ?? 0,
     },
   });
-  const server = createServer(app);
+  const server = createHttpServer(app, options.timeouts);
   const origin = await listen(server);
   const base = `${origin}/api/v2`;
   const keys = new KeyService(orm.em);
@@ -115,4 +123,9 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
 /** Starts the app on a fresh database of its own, with response validation on. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   return startOn(await createTestDatabase(), options, true);
+}
+
+/** Starts the app on a database the caller owns (and drops), e.g. reached through a proxy. */
+export async function startTestServerOn(db: TestDatabase, options: TestServerOptions = {}): Promise<TestServer> {
+  return startOn(db, options, false);
 }

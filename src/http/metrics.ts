@@ -1,0 +1,91 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Pool } from '../db/pool.js';
+
+/**
+ * Prometheus metrics of one process, served at GET /metrics: requests and their latency per
+ * operation and status, quota refusals, relay queue depth and delivery outcomes, database pool
+ * use, and Node's own process metrics.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: 'trs_http_requests_total',
+    help: 'HTTP requests answered, by operation and status',
+    labelNames: ['operation', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: 'trs_http_request_duration_seconds',
+    help: 'Time to answer, by operation',
+    labelNames: ['operation'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
+  readonly quotaRefusals = new Counter({
+    name: 'trs_quota_refusals_total',
+    help: 'Requests refused with 429 because a daily counter was used up',
+    labelNames: ['counter'] as const,
+    registers: [this.registry],
+  });
+  readonly relayOutcomes = new Counter({
+    name: 'trs_relay_messages_total',
+    help: 'Relay messages by channel and outcome (queued, sent, retried, failed)',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(pool: Pool, relayDepth?: (channel: 'mail' | 'sms') => Promise<number>) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'trs_' });
+    new Gauge({
+      name: 'trs_db_pool_connections',
+      help: 'Connections of the database pool by state',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.set({ state: 'total' }, pool.totalCount);
+        this.set({ state: 'idle' }, pool.idleCount);
+        this.set({ state: 'waiting' }, pool.waitingCount);
+      },
+    });
+    new Gauge({
+      name: 'trs_relay_queue_depth',
+      help: 'Relay messages waiting for delivery, by channel',
+      labelNames: ['channel'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!relayDepth) return;
+        for (const channel of ['mail', 'sms'] as const) this.set({ channel }, await relayDepth(channel).catch(() => 0));
+      },
+    });
+  }
+
+  /** Counts and times every request once its response is sent. */
+  middleware() {
+    return (req: Request, res: Response, next: NextFunction) => {
+      const end = this.latency.startTimer();
+      res.once('finish', () => {
+        const operation = res.locals.operationId ?? (req.path.startsWith('/api/v2/') ? 'unmatched' : 'other');
+        end({ operation });
+        this.requests.inc({ operation, status: String(res.statusCode) });
+      });
+      next();
+    };
+  }
+
+  /** GET /metrics; with METRICS_TOKEN set, only for `Authorization: Bearer <token>`. */
+  handler(token: string | undefined) {
+    return async (req: Request, res: Response) => {
+      if (token) {
+        const given = Buffer.from(req.headers.authorization ?? '');
+        const expected = Buffer.from(`Bearer ${token}`);
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+          res.status(401).type('text/plain').send('metrics need the bearer token\n');
+          return;
+        }
+      }
+      res.type(this.registry.contentType).send(await this.registry.metrics());
+    };
+  }
+}
