@@ -68,8 +68,9 @@ async function ensureDatabase(): Promise<void> {
     .then((r) => r.rows[0]!)
     .catch(() => ({ ips: 0, reports: 0 }));
   await db.end();
-  if (size.ips === IPS && size.reports === REPORTS) {
-    log(`data set: ${IPS} addresses, ${REPORTS} reports already in ${dbName}`);
+  // Earlier runs add the reports of their /report and /bulk-report scenarios: a few more is the same data set.
+  if (size.ips >= IPS && size.reports >= REPORTS && size.reports <= REPORTS * 1.05) {
+    log(`data set: ${size.ips} addresses, ${size.reports} reports already in ${dbName}`);
     const fresh = new pg.Client({ connectionString: url });
     await fresh.connect();
     await fresh.query('analyze');

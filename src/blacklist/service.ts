@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import { unprocessable } from '../http/errors.js';
-import type { BlacklistSnapshots, EntryRow, SnapshotHead } from './snapshots.js';
+import type { BlacklistSnapshots, SnapshotHead } from './snapshots.js';
 
 /** Which endpoint asks: the list, or one of the deprecated forms of it. */
 export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git';
@@ -40,9 +40,42 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   });
 }
 
+/**
+ * Rendered lists by ETag. Firewalls poll the same few lists, so each is rendered once per
+ * snapshot and process; lists over ENTRY_MAX are always streamed and never held.
+ */
+class RenderedLists {
+  private static readonly TOTAL_MAX = 64 * 1024 * 1024;
+  static readonly ENTRY_MAX = 4 * 1024 * 1024;
+  private readonly lists = new Map<string, string>();
+  private size = 0;
+
+  get(etag: string): string | undefined {
+    const body = this.lists.get(etag);
+    if (body !== undefined) {
+      this.lists.delete(etag);
+      this.lists.set(etag, body); // most recently used last
+    }
+    return body;
+  }
+
+  set(etag: string, body: string): void {
+    if (body.length > RenderedLists.ENTRY_MAX || this.lists.has(etag)) return;
+    this.lists.set(etag, body);
+    this.size += body.length;
+    for (const [oldest, old] of this.lists) {
+      if (this.size <= RenderedLists.TOTAL_MAX) break;
+      this.lists.delete(oldest);
+      this.size -= old.length;
+    }
+  }
+}
+
 const EMPTY_HEAD: SnapshotHead = { id: 0, generatedAt: new Date(0), contentHash: 'empty', scorePositions: [] };
 
 export class BlacklistService {
+  private readonly rendered = new RenderedLists();
+
   constructor(
     private readonly snapshots: BlacklistSnapshots,
     private readonly categories: CategoryService,
@@ -77,13 +110,27 @@ export class BlacklistService {
     const shape = [head.contentHash, query.variant, query.format, query.confidence, query.categories?.join('|') ?? '', query.limit];
     const etag = `"bl-${createHash('sha256').update(shape.join('/')).digest('hex').slice(0, 16)}"`;
     if (matches(ifNoneMatch, etag)) return { status: 304, etag };
+    const contentType = CONTENT_TYPES[query.format];
+    const cached = head.id ? this.rendered.get(etag) : undefined;
+    if (cached !== undefined) return { status: 200, etag, contentType, body: (async function* () { yield cached; })() };
     const generatedAt = head.id ? head.generatedAt : this.clock.now();
-    return {
-      status: 200,
-      etag,
-      contentType: CONTENT_TYPES[query.format],
-      body: this.render(head, query, generatedAt),
-    };
+    const body = this.render(head, query, generatedAt);
+    return { status: 200, etag, contentType, body: head.id ? this.keep(etag, body) : body };
+  }
+
+  /** Passes the rendered chunks on, keeping a small list whole for the next request. */
+  private async *keep(etag: string, chunks: AsyncGenerator<string>): AsyncGenerator<string> {
+    let kept: string[] | undefined = [];
+    let size = 0;
+    for await (const chunk of chunks) {
+      if (kept) {
+        size += chunk.length;
+        if (size > RenderedLists.ENTRY_MAX) kept = undefined;
+        else kept.push(chunk);
+      }
+      yield chunk;
+    }
+    if (kept) this.rendered.set(etag, kept.join(''));
   }
 
   private async *render(
@@ -91,50 +138,34 @@ export class BlacklistService {
     query: Awaited<ReturnType<BlacklistService['resolve']>>,
     generatedAt: Date,
   ): AsyncGenerator<string> {
+    const shape = query.format === 'json' ? (query.variant === 'detailed' ? 'json-detailed' : 'json') : query.format;
     const stream = head.id
-      ? await this.snapshots.stream(head, { minScore: query.confidence, categories: query.categories, limit: query.limit })
-      : { rows: (async function* () {})() as AsyncIterable<EntryRow>, release: () => undefined };
+      ? await this.snapshots.stream(head, { minScore: query.confidence, categories: query.categories, limit: query.limit }, shape)
+      : { rows: (async function* () {})() as AsyncIterable<{ line: string }>, release: () => undefined };
     try {
-      if (query.format === 'txt') {
-        for await (const row of stream.rows) yield row.ip + '\n';
-        return;
-      }
-      if (query.format === 'csv') {
-        yield 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories\n';
-        for await (const row of stream.rows) {
-          yield `${row.ip},${row.score},${row.last_reported_at.toISOString()},${row.total_reports},${row.categories.join('|')}\n`;
-        }
-        return;
-      }
-      // JSON: `data` streams first and `meta` follows, once the count is known.
-      const detailed = query.variant === 'detailed';
+      const json = query.format === 'json';
       let count = 0;
-      let buffer = '{"data":[';
-      for await (const row of stream.rows) {
-        const entry: Record<string, unknown> = {
-          ip: row.ip,
-          ipAddress: row.ip,
-          abuseConfidencePercentage: row.score,
-          lastReportedAt: row.last_reported_at.toISOString(),
-        };
-        if (detailed) {
-          entry.categories = row.categories;
-          entry.countryCode = row.country_code ?? 'ZZ';
-        }
-        buffer += (count++ ? ',' : '') + JSON.stringify(entry);
+      let buffer = json ? '{"data":[' : query.format === 'csv' ? 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories\n' : '';
+      for await (const { line } of stream.rows) {
+        buffer += json ? (count ? ',' : '') + line : line + '\n';
+        count++;
         if (buffer.length >= 64 * 1024) {
           yield buffer;
           buffer = '';
         }
       }
-      const meta = {
-        generatedAt: generatedAt.toISOString(),
-        confidence: String(query.confidence),
-        confidenceMinimum: String(query.confidence),
-        count,
-        format: query.variant === 'git' ? 'standard' : query.variant,
-      };
-      yield `${buffer}],"meta":${JSON.stringify(meta)}}`;
+      if (json) {
+        // `data` streams first and `meta` follows, once the count is known.
+        const meta = {
+          generatedAt: generatedAt.toISOString(),
+          confidence: String(query.confidence),
+          confidenceMinimum: String(query.confidence),
+          count,
+          format: query.variant === 'git' ? 'standard' : query.variant,
+        };
+        buffer += `],"meta":${JSON.stringify(meta)}}`;
+      }
+      if (buffer) yield buffer;
     } finally {
       stream.release();
     }

@@ -24,14 +24,17 @@ export interface BlacklistStats {
 /** Per country of the listed addresses: how many, and their average score (for the attack map). */
 export type CountryThreat = Record<string, { ips: number; avgScore: number }>;
 
-export interface EntryRow {
-  ip: string;
-  score: number;
-  last_reported_at: Date;
-  total_reports: number;
-  categories: number[];
-  country_code: string | null;
-}
+/** How one entry is written: an address per line, a CSV line, or a JSON object. */
+export type LineShape = 'txt' | 'csv' | 'json' | 'json-detailed';
+
+const ISO_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const LINES: Record<LineShape, string> = {
+  txt: 'ip',
+  csv: `ip || ',' || score || ',' || ${ISO_TIME} || ',' || total_reports || ',' || array_to_string(categories, '|')`,
+  json: `json_build_object('ip', ip, 'ipAddress', ip, 'abuseConfidencePercentage', score, 'lastReportedAt', ${ISO_TIME})::text`,
+  'json-detailed': `json_build_object('ip', ip, 'ipAddress', ip, 'abuseConfidencePercentage', score, 'lastReportedAt', ${ISO_TIME},
+                      'categories', categories, 'countryCode', coalesce(country_code, 'ZZ'))::text`,
+};
 
 export interface EntryFilter {
   minScore: number;
@@ -119,14 +122,19 @@ export class BlacklistSnapshots {
    * The entries of a snapshot that pass the filter, in list order, as a stream of rows read
    * through a cursor: a large list never sits in memory whole.
    */
-  async stream(head: SnapshotHead, filter: EntryFilter): Promise<{ rows: AsyncIterable<EntryRow>; release: () => void }> {
+  async stream(
+    head: SnapshotHead,
+    filter: EntryFilter,
+    shape: LineShape,
+  ): Promise<{ rows: AsyncIterable<{ line: string }>; release: () => void }> {
     const lastPosition = head.scorePositions[filter.minScore] ?? 0;
     const client = await this.pool.connect();
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
     client.on('error', onError);
+    // PostgreSQL writes each entry in its final form: the process only joins text.
     const query = new QueryStream(
-      `select ip, score, last_reported_at, total_reports, categories, country_code
+      `select ${LINES[shape]} as line
          from blacklist_entries
         where snapshot_id = $1 and position <= $2 and ($3::smallint[] is null or categories && $3::smallint[])
         order by position limit $4`,
@@ -144,7 +152,7 @@ export class BlacklistSnapshots {
     };
     rows.once('end', release);
     rows.once('error', release);
-    return { rows: rows as AsyncIterable<EntryRow>, release };
+    return { rows: rows as AsyncIterable<{ line: string }>, release };
   }
 
   /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
