@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import addressparser from 'nodemailer/lib/addressparser';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
@@ -27,20 +28,8 @@ export interface RelayLimits {
   channels: Record<Channel, boolean>;
 }
 
-export interface QuotaBlock {
-  sent: number;
-  queued: number;
-  queued_total: number;
-  failed: number;
-  limit: number;
-  inclusive_limit: number;
-  inclusive_used: number;
-  inclusive_available: number;
-  bundle_balance: number;
-  bundle_eligible: boolean;
-  period_start: string;
-  period_end: string;
-}
+/** The relay quota block of the contract. */
+export type QuotaBlock = components['schemas']['RelayQuotaBlock'];
 
 export interface MailInput {
   recipient?: string;
