@@ -32,9 +32,12 @@ export function createPool(
   // without a listener its error would end the process.
   pool.on('error', (err) => options.onError?.(err));
   if (options.prepared === false) {
-    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-    pool.query = ((config: unknown, ...rest: unknown[]) =>
-      query(typeof config === 'object' && config !== null ? { ...config, name: undefined } : config, ...rest)) as Pool['query'];
+    // Every connection, whether lent for a transaction or used by pool.query, drops the name.
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((config: unknown, ...rest: unknown[]) =>
+        query(typeof config === 'object' && config !== null && 'name' in config ? { ...config, name: undefined } : config, ...rest)) as typeof client.query;
+    });
   }
   return pool;
 }

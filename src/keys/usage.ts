@@ -95,7 +95,7 @@ export class Meter implements UsageReader {
     });
     const resetAt = nextUtcMidnight(now);
     if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt, subject: name, day };
-    const used = await this.read(name, counter, day);
+    const used = await this.read(name, counter, day, db);
     return { allowed: false, counter, limit, used, resetAt, subject: name, day };
   }
 
@@ -126,8 +126,9 @@ export class Meter implements UsageReader {
     return { check: used('check'), report: used('report') };
   }
 
-  private async read(name: string, counter: Counter, day: string): Promise<number> {
-    const { rows } = await this.db.query<{ used: number }>({
+  /** `db`: the caller's transaction, if any: never wait on a second connection inside one. */
+  private async read(name: string, counter: Counter, day: string, db: Queryable = this.db): Promise<number> {
+    const { rows } = await db.query<{ used: number }>({
       name: 'read-counter',
       text: 'select used from usage_counters where subject = $1 and counter = $2 and day = $3::date',
       values: [name, counter, day],

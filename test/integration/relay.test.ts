@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BundleLedger, bundleBalance } from '../../src/relay/ledger.js';
 import { sign } from '../../src/relay/payments.js';
 import { call } from '../support/http.js';
@@ -204,7 +204,9 @@ describe('metering: inclusive quota, then bundles', () => {
     expect(capped.body).toMatchObject({ ok: false, code: 'monthly_cap_reached' });
   });
 
-  it('admits exactly N of many parallel sends against a balance of N, and the ledger sums to the balance', async () => {
+  // The embedded PostgreSQL runs one session for all connections and so one transaction at a
+  // time: concurrent transactions are exercised on a PostgreSQL server.
+  it.skipIf(inject('database') === undefined)('admits exactly N of many parallel sends against a balance of N, and the ledger sums to the balance', async () => {
     const { key, accountId } = await s.createKey('business', { licences: 2 });
     await useInclusive(accountId, 'sms', 75);
     const ledger = new BundleLedger(s.pool, s.clock);

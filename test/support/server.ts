@@ -53,7 +53,7 @@ export interface TestServerOptions {
   clock?: ManualClock;
 }
 
-async function startOn(db: TestDatabase, options: TestServerOptions, owner: boolean): Promise<TestServer> {
+async function startOn(db: TestDatabase, options: TestServerOptions, owner: boolean, migrateFirst = owner): Promise<TestServer> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -63,7 +63,8 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   });
   const logger = createLogger('debug', sink);
   const orm = await openOrm({ url: db.url, poolMax: db.embedded ? 2 : 10, logger });
-  if (owner && db.embedded) await migrate(orm, db.url);
+  // A server clone of the run's template is migrated already; an embedded database is not.
+  if (migrateFirst && db.embedded) await migrate(orm, db.url);
   const pool = createPool(db.url, db.embedded ? 2 : 10, { prepared: !db.embedded });
   const clock = options.clock ?? new ManualClock(new Date());
   const defaults = loadConfig({});
@@ -127,5 +128,5 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 
 /** Starts the app on a database the caller owns (and drops), e.g. reached through a proxy. */
 export async function startTestServerOn(db: TestDatabase, options: TestServerOptions = {}): Promise<TestServer> {
-  return startOn(db, options, false);
+  return startOn(db, options, false, true);
 }
