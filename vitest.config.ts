@@ -8,5 +8,13 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    // `vitest run --coverage` (npm test does) reports the coverage of src/; the code that child
+    // processes run (the CLI, real server processes) is covered by what they do, not counted.
+    coverage: {
+      provider: 'v8',
+      include: ['src/**/*.ts'],
+      reporter: ['text-summary', 'json-summary'],
+      reportsDirectory: 'coverage',
+    },
   },
 });

@@ -321,7 +321,14 @@ export interface paths {
          *
          *     Addresses that are not globally routable (private, loopback, link-local,
          *     multicast, reserved and documentation ranges such as `192.0.2.0/24` and
-         *     `2001:db8::/32`) are refused with 422.
+         *     `2001:db8::/32`) are refused with 422 `address_not_reportable`. Category ids
+         *     that are not in the catalogue are ignored and listed in `ignoredCategories`;
+         *     only a report with no known id is refused (422 `unknown_category`). A comment
+         *     longer than 1,024 characters is shortened, never refused.
+         *
+         *     The body may be JSON or a form (`application/x-www-form-urlencoded`), with
+         *     `categories` as an array, a comma-separated string or a single id, as the
+         *     ReportedIP clients send it.
          *
          *     - **Access:** any valid key (every role).
          *     - **Quota:** +1 on the daily report quota, never on the check quota. Refused
@@ -615,8 +622,14 @@ export interface paths {
          *     The send uses one message of the monthly inclusive SMS quota; once that is
          *     used up, one credit of `sms_bundle_balance`. When both are exhausted the
          *     request is refused with 402 and nothing is queued. Destinations in
-         *     unsupported countries are refused with 422 `country_not_supported`.
-         *     Per-recipient and per-site daily anti-fraud caps answer 429.
+         *     unsupported countries are refused with 422 `country_not_supported`, numbers
+         *     that cannot receive a 2FA SMS (premium-rate, shared-cost, toll-free, UAN,
+         *     voicemail …) with 422 `number_type_not_supported`. An operator may allow free
+         *     text (`message`) to some tiers only; the others get 422 `template_required`.
+         *     Per-recipient and per-site daily anti-fraud caps answer 429; they count the
+         *     sends of your account only, beside a higher guard per recipient across all
+         *     accounts. A templated SMS starts with the host name of `site_url` (at most 40
+         *     characters).
          *
          *     The fields of the earlier version (`to`, `vars`) are still accepted; when a
          *     field and its earlier name are both sent, the current field is used unless it
@@ -732,6 +745,101 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/whitelist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report a false positive
+         * @description Positive feedback: your site unblocked an address because it was not
+         *     abusive. The feedback is recorded once per account and address (sending it
+         *     again updates the reason) and lowers the address's score: each distinct
+         *     account that gave feedback multiplies it by 0.8, counting at most 5
+         *     (`confidenceBreakdown.feedbackWeight`, `debugInfo.positiveFeedbackCount` in
+         *     `GET /check`). It does not put the address on the operator's whitelist.
+         *
+         *     The body may be JSON or a form, as the Hive plugin sends it.
+         *
+         *     - **Access:** Contributor and up (not Free, not Honeypot): 403 otherwise.
+         *     - **Quota:** +1 on the daily report quota. Refused requests are not charged.
+         */
+        post: operations["submitWhitelistFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a site's notification configuration
+         * @description Returns what `POST /notification-config` stored for a site with this key.
+         *
+         *     - **Access:** any valid key (every role).
+         *     - **Quota:** none.
+         */
+        get: operations["getNotificationConfig"];
+        put?: never;
+        /**
+         * Save a site's notification configuration
+         * @description Stores, per key and site, where notifications about the site should go: the
+         *     recipients, and the sender name and address. Sending it again replaces it.
+         *     The ReportedIP Hive plugin sends it when its notification settings change;
+         *     the operator reads it with `GET /notification-config`. This server sends no
+         *     notifications of its own from it.
+         *
+         *     - **Access:** any valid key (every role).
+         *     - **Quota:** none.
+         */
+        post: operations["saveNotificationConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/rules/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a signed rule set
+         * @description Rule sets the operator publishes for the ReportedIP Hive plugin to sync:
+         *     `waf` (web-application firewall patterns), `bot_signatures` (verified
+         *     crawlers), `disposable_domains` (throw-away e-mail domains), `scan_paths`
+         *     (paths scanners probe) and `tor_exits` (Tor exit addresses). Each is signed
+         *     with the operator's Ed25519 key; pin the operator's public key in the client
+         *     (see the README) and it verifies every rule set before using it.
+         *
+         *     Send `If-None-Match` with the last `ETag` to get `304` while the rule set is
+         *     unchanged. A rule set the operator has not published answers 404.
+         *
+         *     - **Access:** any valid key (every role).
+         *     - **Quota:** none.
+         */
+        get: operations["getRuleset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -768,6 +876,10 @@ export interface components {
             };
             /** @description Always `null` on errors. */
             data: null;
+            /** @description Machine-readable error code: `invalid_request` (400), `missing_api_key` or `invalid_api_key` (401), `tier_forbidden` or `domain_limit_exceeded` (403), `not_found` (404), `method_not_allowed` (405), `payload_too_large` (413), `unsupported_media_type` (415), `address_not_reportable`, `unknown_category` or `unprocessable` (422), `internal_error` (500), `not_implemented` (501), `service_unavailable` (503). */
+            code: string;
+            /** @description The same text as `meta.message`, at the top level for clients that read it there. */
+            message: string;
         };
         /** @description Threat-category ids (see `GET /categories`), in ascending order; empty when none. */
         CategoryIds: number[];
@@ -797,6 +909,8 @@ export interface components {
             severityWeight: number;
             /** @description Points added for reports made with Honeypot keys, 0-15. */
             honeypotBonus: number;
+            /** @description Factor from positive feedback (`POST /whitelist`): 0.8 for each distinct account that reported the address as a false positive, counting at most 5 (0.33-1.0). */
+            feedbackWeight: number;
             /** @description Highest score allowed: 100, or the lowest cap in `constraintReasons`. */
             maxConfidence: number;
             /** @description The caps that apply; empty when `maxConfidence` is 100. */
@@ -841,6 +955,10 @@ export interface components {
                 /** @description Seconds to wait before retrying; the same value as the `Retry-After` header. */
                 retryAfter: number;
             };
+            /** @description `rate_limited` when a daily counter is used up, `fault_budget_exceeded` when too many of the caller's requests met a server error today. */
+            code: string;
+            /** @description The same text as `meta.message`, at the top level for clients that read it there. */
+            message: string;
         };
         /** @description Activity within a rolling window. */
         NewActivity: {
@@ -1050,6 +1168,8 @@ export interface components {
             effectiveReportCount: number;
             /** @description Sum of the age weights divided by `reportCount` (0 without reports). */
             timeDampeningFactor: number;
+            /** @description Distinct accounts that reported the address as a false positive (`POST /whitelist`). */
+            positiveFeedbackCount: number;
         };
         /**
          * @description Role identifier. Roles in ascending order of features: `free`, `contributor`, `professional`, `business`, `enterprise`. `honeypot` is for automated reporting systems and has the features of `enterprise` except the relay.
@@ -1104,6 +1224,8 @@ export interface components {
             meta: components["schemas"]["Meta"];
             data: components["schemas"]["CheckRecord"];
         };
+        /** @description 1 to 30 threat-category ids (see `GET /categories`), as an array of ids, as one string of ids separated by commas (`"18,31"`, the form the ReportedIP clients send), or as a single id. Repeated ids count once. Ids that are not in the catalogue are ignored and named in the answer; a report with no known id is refused with 422. */
+        CategoryInput: number[] | string | number;
         /** @description A report about one IP address. */
         ReportRequest: {
             /**
@@ -1111,9 +1233,8 @@ export interface components {
              * @description The reported address, IPv4 or IPv6 (custom format `ip`). It must be globally routable: private, loopback, link-local, multicast, reserved and documentation addresses are refused with 422.
              */
             ip: string;
-            /** @description 1 to 30 threat-category ids (see `GET /categories`); repeated ids count once. An empty list or an id that is not in the catalogue is refused with 422. */
-            categories: number[];
-            /** @description What was observed. Control characters (other than tab and line feed) are removed, and what remains may be at most 1,024 characters: a longer comment is refused with 422. Requests over 4,096 characters are refused with 400. Do not include personal data. Reporters with the Professional role and up can read comments through `GET /reports/{ip}`. */
+            categories: components["schemas"]["CategoryInput"];
+            /** @description What was observed. Control characters (other than tab and line feed) are removed, and what remains is kept up to 1,024 characters: a longer comment is shortened (the answer says so) rather than refused, so that an automated reporter never loses a report to its length. Do not include personal data. Reporters with the Professional role and up can read comments through `GET /reports/{ip}`. */
             comment?: string;
         };
         /** @description The stored report. */
@@ -1129,6 +1250,10 @@ export interface components {
             categories: components["schemas"]["CategoryIds"];
             /** @description Abuse confidence score of the address, including this report. */
             abuseConfidencePercentage: number;
+            /** @description Category ids of the submission that are not in this server's catalogue: the report was stored without them. Empty when every id was known. */
+            ignoredCategories: number[];
+            /** @description `true` when the comment was longer than 1,024 characters and was shortened. */
+            commentTruncated: boolean;
         };
         /** @description Envelope of `POST /report`. */
         ReportResultEnvelope: {
@@ -1168,6 +1293,56 @@ export interface components {
                 checksToday: number;
                 /** @description Units charged to the report quota today. */
                 reportsToday: number;
+            };
+            /** @description The name the key was given when it was created (empty when none). */
+            keyName: string;
+            /**
+             * @description The role in the form the ReportedIP WordPress plugins map to a tier (`reportedip_` and the role identifier).
+             * @enum {string}
+             */
+            userRole: "reportedip_free" | "reportedip_contributor" | "reportedip_professional" | "reportedip_business" | "reportedip_enterprise" | "reportedip_honeypot";
+            /** @description `true` for a Honeypot key. */
+            isHoneypotKey: boolean;
+            /** @description Today's limits and usage in the form the ReportedIP clients read: `-1` is unlimited, `0` a counter the role does not have. */
+            limits: {
+                /** @description Daily check quota; the same value as `rateLimits.checksPerDay`. */
+                dailyApiLimit: number;
+                /** @description Checks left today; `-1` when unlimited. */
+                remainingApiCalls: number;
+                /** @description Daily report quota; the same value as `rateLimits.reportsPerDay`. */
+                dailyReportLimit: number;
+                /** @description Reports left today; `-1` when unlimited. */
+                remainingReports: number;
+                /** @description Reports charged today; the same value as `usage.reportsToday`. */
+                dailyReportUsage: number;
+                /**
+                 * Format: date-time
+                 * @description When the daily counters restart (00:00 UTC of the next day).
+                 */
+                resetTime: string;
+            };
+            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`). */
+            domains: {
+                /** @description Distinct sites the key was used from today (UTC). */
+                used: number;
+                /** @description Distinct sites allowed per day; `-1` for unlimited. */
+                limit: number;
+                /**
+                 * @description `over_limit` once `used` has reached `limit`: no further site is taken today.
+                 * @enum {string}
+                 */
+                status: "ok" | "over_limit";
+            };
+            /** @description Features of the role, in the form the ReportedIP plugins show them. */
+            features: {
+                /** @description `GET /check`. */
+                canCheck: boolean;
+                /** @description `POST /report`. */
+                canReport: boolean;
+                /** @description `POST /bulk-check`. */
+                canBulkCheck: boolean;
+                /** @description Relayed mail and SMS carry the account's own sender name (Business and Enterprise). */
+                hasWhiteLabel: boolean;
             };
         };
         /** @description Envelope of `GET /verify-key`. */
@@ -1338,6 +1513,13 @@ export interface components {
             error_count: number;
             /** @description The refused lines in order; empty when all were stored. */
             errors: components["schemas"]["BulkReportError"][];
+            /** @description Stored lines with something left out: category ids not in the catalogue, or a comment shortened to 1,024 characters. Empty when there were none. */
+            warnings: {
+                /** @description Line number in the CSV (1 is the first line). */
+                line: number;
+                /** @description What was left out. */
+                message: string;
+            }[];
         };
         /** @description Envelope of `POST /bulk-report`. */
         BulkReportEnvelope: {
@@ -1394,10 +1576,10 @@ export interface components {
         /** @description Relay allowance of the caller. */
         RelayQuota: {
             /**
-             * @description Display name of the relay tier.
+             * @description The relay tier as a lower-case identifier, the form the ReportedIP plugins use as their tier id.
              * @enum {string}
              */
-            tier: "Professional" | "Business" | "Enterprise";
+            tier: "professional" | "business" | "enterprise";
             /** @description Role identifier of the key (`professional`, `business` or `enterprise`). */
             role: components["schemas"]["Role"];
             mail: components["schemas"]["RelayQuotaBlock"];
@@ -1409,17 +1591,14 @@ export interface components {
         };
         /** @description An additional mail header. */
         RelayMailHeader: {
-            /** @description Header name; must start with `X-`. */
+            /** @description Header name; see `headers` for the names that are taken. */
             name: string;
             /** @description Header value, without line breaks. */
             value: string;
         };
         /** @description A transactional 2FA mail. `subject` and a recipient (`recipient`, or the earlier `to`) are required. When a field and its earlier name are both sent, the current field is used unless it is empty. */
         RelayMailRequest: {
-            /**
-             * Format: email
-             * @description Recipient e-mail address.
-             */
+            /** @description Exactly one recipient, plain (`user@example.com`) or in the RFC 5322 form `Display Name <user@example.com>`. A list, a group or a line break is refused with 422; throttles and the audit log use the address alone. */
             recipient?: string;
             /** @description Subject line, 1-255 characters. */
             subject: string;
@@ -1435,18 +1614,16 @@ export interface components {
             body_text: string;
             /** @description Reply-To address, plain (`support@example.com`) or in the RFC 5322 form `Display Name <support@example.com>`. Omitted: no Reply-To header. */
             reply_to?: string;
-            /**
-             * @description Up to 10 additional mail headers, each named `X-...`.
-             * @default []
-             */
-            headers: components["schemas"]["RelayMailHeader"][];
+            /** @description Up to 10 additional mail headers, as an array of `{name, value}` or as an object `{"Name": "value"}` (an empty one may be sent as `[]`). Custom `X-...` headers are added as they are. Three others are taken into account, never copied: `Content-Type` (`text/plain` sends the plain-text body only, `text/html` the HTML body with the plain text as fallback; the relay always encodes in UTF-8), `From` (its display name becomes the sender name, unless a Business or Enterprise account set its own white-label sender name on the dashboard, which wins; the address is always the relay's own, so no sender can be forged) and `Reply-To` (like `reply_to`, which wins when both are sent). `MIME-Version`, `Content-Transfer-Encoding`, `Date` and `Message-ID` are ignored: the relay sets them. Any other header (`Sender`, `Return-Path`, `To`, `Cc`, `Bcc`, `Subject` …) is refused with 422, as is a line break in a name or value. */
+            headers?: components["schemas"]["RelayMailHeader"][] | {
+                [key: string]: string;
+            };
             /**
              * Format: uri
              * @description URL of the site the mail is sent for; used for the per-site daily cap and the audit log. Omitted: the caps apply to the key as a whole.
              */
             site_url?: string;
             /**
-             * Format: email
              * @deprecated
              * @description Earlier name of `recipient`.
              */
@@ -1476,26 +1653,22 @@ export interface components {
         };
         /** @description Variables of a server-side SMS template. */
         RelayTemplateVars: {
-            /** @description The one-time code, 4-10 letters or digits. */
+            /** @description The one-time code, 4-10 digits. */
             code: string;
-            /** @description Minutes until the code expires, 1-1440. */
+            /** @description Minutes until the code expires, 1-60. */
             expiry_min: number;
             /**
-             * @description Language of the rendered text.
+             * @description Language of the rendered text, a two-letter code (a region such as `de_DE` is ignored). A language the template does not have falls back to English.
              * @default en
-             * @enum {string}
              */
-            lang: "en" | "de" | "fr" | "es";
+            lang: string;
         };
         /** @description A 2FA SMS. A recipient (`recipient_phone`, or the earlier `to`) is required, and either `template_code` (with `template_vars`) or `message`; without both the request is refused with 422 `invalid_request`. When a field and its earlier name are both sent, the current field is used unless it is empty. */
         RelaySmsRequest: {
             /** @description Recipient phone number in E.164 form (`+` and 7 to 15 digits). */
             recipient_phone?: string;
-            /**
-             * @description Server-side template. When set, the text is rendered on the server from `template_vars` in the requested language and `message` is ignored, so the code never appears in client logs.
-             * @enum {string}
-             */
-            template_code?: "2fa_code" | "login_code" | "password_reset_code";
+            /** @description Server-side template. When set, the text is rendered on the server from `template_vars` in the requested language and `message` is ignored, so the code never appears in client logs. Built in: `2fa_code`, `2fa_login`, `login_code` and `password_reset_code`, in English, German, French and Spanish; an operator may add templates and languages. An unknown template is refused with 422 `unknown_template`. */
+            template_code?: string;
             template_vars?: components["schemas"]["RelayTemplateVars"];
             /**
              * @description Raw text, at most 480 characters; used only when no `template_code` is given.
@@ -1545,6 +1718,90 @@ export interface components {
             meta: components["schemas"]["BlacklistMeta"];
             data: components["schemas"]["BlacklistDetailedEntry"][];
         };
+        /** @description An address a site unblocked because it was a false positive. */
+        WhitelistFeedbackRequest: {
+            /**
+             * Format: ip
+             * @description The address, IPv4 or IPv6; it must be globally routable.
+             */
+            ipAddress: string;
+            /** @description Why it was unblocked; kept up to 1,024 characters. */
+            reason?: string;
+        };
+        /** @description The recorded feedback and the address's score with it. */
+        WhitelistFeedbackResult: {
+            /** @description Id of the feedback of your account about this address. */
+            feedbackId: number;
+            /**
+             * Format: ip
+             * @description The address in canonical form.
+             */
+            ip: string;
+            /** @description Distinct accounts that gave positive feedback about the address. */
+            positiveFeedbackCount: number;
+            /** @description The address's score, with the feedback counted. */
+            abuseConfidencePercentage: number;
+            /** @description `true` when your account had given feedback about this address before (its reason is updated; it counts once). */
+            duplicate: boolean;
+        };
+        /** @description Envelope of `POST /whitelist`. */
+        WhitelistFeedbackEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["WhitelistFeedbackResult"];
+        };
+        /** @description The notification settings of one site of the key. */
+        NotificationConfig: {
+            /** @description The URL as last sent. */
+            site_url: string;
+            /** @description The site's host name (lower case, without `www.`), the key of the configuration. */
+            site: string;
+            /** @description The addresses, lower-cased, duplicates removed. */
+            recipients: string[];
+            /** @description Sender name. */
+            from_name: string;
+            /** @description Sender address, or empty. */
+            from_email: string;
+            /**
+             * Format: date-time
+             * @description When it was last saved.
+             */
+            updatedAt: string;
+        };
+        /** @description Envelope of the notification configuration. */
+        NotificationConfigEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["NotificationConfig"];
+        };
+        /** @description Where notifications about a site should go. */
+        NotificationConfigRequest: {
+            /**
+             * Format: uri
+             * @description URL of the site; the configuration is kept per key and site (its host name).
+             */
+            site_url: string;
+            /**
+             * @description Up to 20 e-mail addresses, each exactly one mailbox.
+             * @default []
+             */
+            recipients: string[];
+            /**
+             * @description Sender name of the notifications, one line.
+             * @default
+             */
+            from_name: string;
+            /**
+             * @description Sender address of the notifications, or empty.
+             * @default
+             */
+            from_email: string;
+        };
+        /** @description A rule set signed by the operator. `payload` is a JSON text `{"key": "<rule set>", "version": <integer>, "rules": [...]}`; `signature` is the Ed25519 signature of exactly the UTF-8 bytes of `payload`, in standard base64. A client verifies the signature against the operator's public key before it parses the payload. At most 512 KiB of payload. */
+        SignedRuleset: {
+            /** @description The rule set as JSON text, exactly the bytes that were signed. */
+            payload: string;
+            /** @description Ed25519 signature (64 bytes) of `payload`, standard base64. */
+            signature: string;
+        };
     };
     responses: {
         /** @description Server error, in the envelope: 500 unexpected error, 501 not implemented yet, 503 database unavailable (retry later). */
@@ -1589,7 +1846,19 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The daily limit of the counter is used up, or a bulk request would exceed what is left (nothing is charged then). Wait `Retry-After` seconds, until the counters restart at 00:00 UTC. */
+        /** @description `domain_limit_exceeded`: the request names a site (`X-Rip-Site`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). Nothing was charged. */
+        DomainLimitExceeded: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The daily limit of the counter is used up, or a bulk request would exceed what is left (nothing is charged then), or the caller's budget of server errors for the day is used up. Wait `Retry-After` seconds, until the counters restart at 00:00 UTC. */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -1598,6 +1867,16 @@ export interface components {
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RateLimitedEnvelope"];
+            };
+        };
+        /** @description Too many of this key's (or this address's) requests met a server error today: past that budget the server refuses the caller until 00:00 UTC, so that server errors cannot be used as free probes. Wait `Retry-After` seconds and report the problem to the operator. */
+        FaultBudgetExceeded: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -1632,7 +1911,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request body is not sent as `application/json`. */
+        /** @description The request body is sent neither as `application/json` nor as `application/x-www-form-urlencoded`. */
         UnsupportedMediaType: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1646,7 +1925,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well formed but refused, with `meta.errors` naming the field: the address is not globally routable (private, loopback, link-local, multicast, reserved or documentation range), the category list is empty or holds an id that is not in the catalogue, or the comment is longer than 1,024 characters once control characters are removed. Nothing is stored or charged. */
+        /** @description The request is well formed but refused for good, with `meta.errors` naming the field and `code` saying why: `address_not_reportable` (the address is not globally routable: private, loopback, link-local, multicast, reserved or documentation range) or `unknown_category` (no id of the list is in the catalogue). Nothing is stored or charged. Sending the same report again gives the same answer. */
         ReportUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1673,7 +1952,7 @@ export interface components {
             };
             content?: never;
         };
-        /** @description The role of the key does not include this feature. */
+        /** @description `tier_forbidden`: the role of the key does not include this feature. `domain_limit_exceeded`: the request names a site (`X-Rip-Site`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). */
         Forbidden: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1769,9 +2048,28 @@ export interface components {
                 };
             };
         };
-        /** @description `cap_reached_buy_bundle`: the inclusive monthly quota of the channel is used up and its bundle balance is zero or negative; buy a bundle. `monthly_cap_reached`: the monthly cap is reached on a tier that cannot use bundles (the Enterprise fair-use limit). */
+        /** @description Anti-fraud throttle; nothing was sent or charged. `recipient_backoff`: too many messages from this account to this recipient recently (after 3 in 24 hours each further one waits a doubling backoff), or too many to this recipient from all accounts together (20 in 24 hours by default, against SMS pumping). `site_daily_cap`: the account's daily cap for the site of `site_url` (its host name; or for the account, without `site_url`) is reached, or this key has already been used for as many different sites today as its role allows. `fault_budget_exceeded`: too many of the caller's requests met a server error today. Wait `Retry-After` seconds. */
+        RelayTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RelayError"] & {
+                    /** @enum {string} */
+                    code: "recipient_backoff" | "site_daily_cap" | "fault_budget_exceeded";
+                };
+            };
+        };
+        /** @description `cap_reached_buy_bundle`: the inclusive monthly quota of the channel is used up and its bundle balance is zero or negative; buy a bundle. `monthly_cap_reached`: the monthly cap is reached on a tier that cannot use bundles (the Enterprise fair-use limit). `Retry-After` holds the seconds until the next monthly period starts, when the inclusive quota is full again. */
         RelayPaymentRequired: {
             headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1820,7 +2118,7 @@ export interface components {
                 };
             };
         };
-        /** @description `invalid_request`: the request is well formed but cannot be sent: neither `body_html` nor `body_text` (nor their earlier names) has content. */
+        /** @description `invalid_request`: the request is well formed but cannot be sent: neither `body_html` nor `body_text` (nor their earlier names) has content, or a value breaks a rule the relay checks itself: `recipient` and `reply_to` must each be exactly one mailbox, and no value that ends up in a header (recipient, subject, reply-to, header names and values, site URL) may hold a line break or control character. */
         RelayMailUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1837,25 +2135,7 @@ export interface components {
                 };
             };
         };
-        /** @description Anti-fraud throttle; nothing was sent or charged. `recipient_backoff`: too many messages to this recipient recently. `site_daily_cap`: the daily cap of the `site_url` (or of the key, without `site_url`) is reached. Wait `Retry-After` seconds. */
-        RelayTooManyRequests: {
-            headers: {
-                "Retry-After": components["headers"]["Retry-After"];
-                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                RateLimit: components["headers"]["RateLimit"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["RelayError"] & {
-                    /** @enum {string} */
-                    code: "recipient_backoff" | "site_daily_cap";
-                };
-            };
-        };
-        /** @description `country_not_supported`: SMS to the destination country are unavailable for cost or operational reasons. `invalid_request`: neither `template_code` nor `message` is given, or `template_code` is given without `template_vars`. */
+        /** @description `country_not_supported`: SMS to the destination country are unavailable for cost or operational reasons. `number_type_not_supported`: the number cannot receive a 2FA SMS; only mobile numbers (and numbers that may be mobile) are taken, never premium-rate, shared-cost, toll-free, UAN, personal, pager or voicemail numbers. `template_required`: the operator allows free text (`message`) only to some tiers; use `template_code`. `unknown_template`: no template of that name. `invalid_request`: neither `template_code` nor `message` is given, `template_code` is given without `template_vars`, or a value breaks a rule the relay checks itself (a line break in a value, an over-long site name). */
         RelaySmsUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1868,7 +2148,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["RelayError"] & {
                     /** @enum {string} */
-                    code: "country_not_supported" | "invalid_request";
+                    code: "country_not_supported" | "number_type_not_supported" | "template_required" | "unknown_template" | "invalid_request";
                 };
             };
         };
@@ -1887,6 +2167,15 @@ export interface components {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /** @description `address_not_reportable`: the address is not globally routable. Nothing is stored or charged. */
+        FeedbackUnprocessableEntity: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
         };
     };
     parameters: {
@@ -1932,7 +2221,7 @@ export interface components {
          */
         BlacklistLimit: number;
         /**
-         * @description The `ETag` of a list you already hold. When the list for the same query parameters is unchanged, the response is `304 Not Modified` without a body.
+         * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
          * @example "bl-9f86d081884c7d65"
          */
         IfNoneMatch: string;
@@ -1975,7 +2264,7 @@ export interface components {
          */
         "Retry-After": number;
         /**
-         * @description Strong entity tag of the list as generated for these query parameters. It changes when the list is regenerated with different content (checked every 15 minutes). Send it back in `If-None-Match` to receive `304 Not Modified` while the list is unchanged.
+         * @description Strong entity tag of the list as generated for these query parameters (or of the rule set). It changes when the content changes (a list is regenerated every 15 minutes). Send it back in `If-None-Match` to receive `304 Not Modified` while it is unchanged.
          * @example "bl-9f86d081884c7d65"
          */
         ETag: string;
@@ -2035,6 +2324,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2064,6 +2354,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2072,7 +2363,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description Search term, 1-64 characters: a complete or partial IP address, a country code or an autonomous system number (`AS64500`).
+                 * @description Search term, 1-64 characters: a complete or partial IP address, a country code or an autonomous system number (`AS64500`; 0 to 4294967295, a larger number is refused with `400`).
                  * @example 203.0.113.
                  */
                 q: string;
@@ -2104,6 +2395,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2133,6 +2425,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2162,6 +2455,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2198,6 +2492,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2227,6 +2522,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2255,6 +2552,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2299,6 +2598,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2313,6 +2613,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ReportRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["ReportRequest"];
             };
         };
         responses: {
@@ -2332,6 +2633,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestBody"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ReportUnprocessableEntity"];
@@ -2364,6 +2666,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2409,7 +2712,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The `ETag` of a list you already hold. When the list for the same query parameters is unchanged, the response is `304 Not Modified` without a body.
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
                  * @example "bl-9f86d081884c7d65"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2441,6 +2744,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["BlacklistUnprocessableEntity"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2487,6 +2791,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2527,6 +2832,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2540,6 +2846,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["BulkCheckRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BulkCheckRequest"];
             };
         };
         responses: {
@@ -2576,6 +2883,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["BulkReportRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["BulkReportRequest"];
             };
         };
         responses: {
@@ -2628,6 +2936,7 @@ export interface operations {
             400: components["responses"]["RelayBadRequest"];
             401: components["responses"]["RelayUnauthorized"];
             403: components["responses"]["RelayForbidden"];
+            429: components["responses"]["RelayTooManyRequests"];
             default: components["responses"]["RelayServerError"];
         };
     };
@@ -2641,6 +2950,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RelayMailRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["RelayMailRequest"];
             };
         };
         responses: {
@@ -2679,6 +2989,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RelaySmsRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["RelaySmsRequest"];
             };
         };
         responses: {
@@ -2749,7 +3060,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The `ETag` of a list you already hold. When the list for the same query parameters is unchanged, the response is `304 Not Modified` without a body.
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
                  * @example "bl-9f86d081884c7d65"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2784,6 +3095,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["BlacklistUnprocessableEntity"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2829,7 +3141,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The `ETag` of a list you already hold. When the list for the same query parameters is unchanged, the response is `304 Not Modified` without a body.
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
                  * @example "bl-9f86d081884c7d65"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2864,6 +3176,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["BlacklistUnprocessableEntity"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };
@@ -2909,7 +3222,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The `ETag` of a list you already hold. When the list for the same query parameters is unchanged, the response is `304 Not Modified` without a body.
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
                  * @example "bl-9f86d081884c7d65"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2942,6 +3255,187 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["BlacklistUnprocessableEntity"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    submitWhitelistFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WhitelistFeedbackRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["WhitelistFeedbackRequest"];
+            };
+        };
+        responses: {
+            /** @description The feedback was recorded. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhitelistFeedbackEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequestBody"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["FeedbackUnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getNotificationConfig: {
+        parameters: {
+            query: {
+                /**
+                 * @description URL of the site (only its host name counts).
+                 * @example https://shop.example.com
+                 */
+                site_url: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stored configuration. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationConfigEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Nothing is stored for the site with this key. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    saveNotificationConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotificationConfigRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["NotificationConfigRequest"];
+            };
+        };
+        responses: {
+            /** @description The configuration was stored. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationConfigEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequestBody"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `unprocessable`: a recipient or the sender is not exactly one e-mail address, or a value holds a line break. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getRuleset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
+                 * @example "bl-9f86d081884c7d65"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The rule set.
+                 * @example scan_paths
+                 */
+                key: "waf" | "bot_signatures" | "disposable_domains" | "scan_paths" | "tor_exits";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed rule set (no envelope). */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedRuleset"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The operator has not published this rule set (or has configured no signing key). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };

@@ -1,6 +1,7 @@
 /**
- * Makes generated/ from openapi/: the bundled document (YAML and JSON) and the TypeScript
- * types (openapi-typescript). With --check it writes nothing and fails when generated/ is stale.
+ * Makes generated/ from openapi/: the bundled document (YAML and JSON, with code samples for
+ * every operation) and the TypeScript types (openapi-typescript), also copied into the typed
+ * client package. With --check it writes nothing and fails when any of them is stale.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { operationSamples } from './code-samples.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
@@ -21,21 +23,29 @@ try {
     ['bundle', 'openapi/openapi.yaml', '--output', bundledYaml],
     { cwd: root, env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  const yamlText = readFileSync(bundledYaml, 'utf8');
-  const document = YAML.parse(yamlText) as Record<string, unknown>;
+  const bundled = YAML.parseDocument(readFileSync(bundledYaml, 'utf8'));
   const header = '// Generated from openapi/ by `npm run generate`. Do not edit.\n';
-  const types = header + astToString(await openapiTS(document as never, { alphabetize: false }));
+  const types = header + astToString(await openapiTS(bundled.toJS() as never, { alphabetize: false }));
+  // Code samples for the reference, made from the document (scripts/code-samples.ts).
+  for (const { path: route, method, samples } of operationSamples(bundled.toJS() as Record<string, unknown>)) {
+    bundled.setIn(['paths', route, method, 'x-codeSamples'], samples);
+  }
+  const yamlText = bundled.toString({ lineWidth: 0 });
+  const document = YAML.parse(yamlText) as Record<string, unknown>;
+  // Paths relative to the repository root.
   const outputs: Record<string, string> = {
-    'openapi.yaml': '# Generated from openapi/ by `npm run generate`. Do not edit.\n' + yamlText,
-    'openapi.json': JSON.stringify(document, null, 2) + '\n',
-    'api.ts': types,
+    'generated/openapi.yaml': '# Generated from openapi/ by `npm run generate`. Do not edit.\n' + yamlText,
+    'generated/openapi.json': JSON.stringify(document, null, 2) + '\n',
+    'generated/api.ts': types,
+    // The typed client package carries its own copy, so that it builds and publishes alone.
+    'clients/typescript/src/api.ts': types,
   };
   const stale: string[] = [];
   for (const [name, content] of Object.entries(outputs)) {
-    const target = path.join(root, 'generated', name);
+    const target = path.join(root, name);
     const current = existsSync(target) ? readFileSync(target, 'utf8') : undefined;
     if (current === content) continue;
-    if (check) stale.push(`generated/${name}`);
+    if (check) stale.push(name);
     else writeFileSync(target, content);
   }
   if (check && stale.length) {

@@ -4,7 +4,8 @@
  *
  *   npm run seed:synthetic -- --ips 1000000 --reports 10000000 [--reporters 3000] [--seed 1] [--reset]
  *
- * DATABASE_URL names the database (migrated first). The reputation tables must be empty, or
+ * DATABASE_URL names the database (migrated first); the embedded database is refused, as it takes
+ * one query at a time and no parallel COPY streams. The reputation tables must be empty, or
  * `--reset` empties them. One pass generates, per address, a heavy-tailed number of reports
  * (Pareto), from a skewed set of reporters of every role, with categories drawn from attack
  * profiles that co-occur as real ones do, spread over 90 days; the per-IP aggregates and the
@@ -21,6 +22,7 @@ import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/db/connect.js';
 import { openGeoIp } from '../src/geo/geoip.js';
+import { consoleProgress } from '../src/progress.js';
 import { decayContribution } from '../src/reputation/score.js';
 import { unreportableReason, parseIp } from '../src/reputation/ip.js';
 
@@ -88,9 +90,16 @@ const NOW = Date.now();
 async function main(): Promise<void> {
   const started = Date.now();
   const config = loadConfig();
+  if (!config.databaseUrl) {
+    console.error(
+      'seed:synthetic needs a PostgreSQL server: set DATABASE_URL (the embedded database runs one query at a time and cannot take the parallel COPY streams the seed writes).',
+    );
+    process.exit(2);
+  }
+  const progress = consoleProgress();
   const logger = pino({ level: 'warn' });
   const db = await connectDatabase(config, logger);
-  const geo = await openGeoIp(config.geoip);
+  const geo = await openGeoIp({ ...config.geoip, progress });
   const admin = new pg.Client({ connectionString: db.url });
   await admin.connect();
   const tables = [
@@ -193,6 +202,7 @@ async function main(): Promise<void> {
   const seen = new Set<string>();
   let reportRows = 0;
 
+  const copying = progress.step('seed: addresses and reports', IPS);
   for (let i = 0; i < IPS; i++) {
     let ip: string;
     do {
@@ -284,7 +294,7 @@ async function main(): Promise<void> {
       ].join('\t') + '\n',
     );
     for (const id of ipReporters) await write(reportersCopy, `${ip}\t${id}\n`);
-    if ((i + 1) % 100_000 === 0) console.log(`  ${i + 1} addresses, ${reportRows} reports (${Math.round((Date.now() - started) / 1000)} s)`);
+    if ((i + 1) % 1_000 === 0) copying.update(i + 1);
   }
   for (const copy of [reportsCopy, statsCopy, reportersCopy]) {
     await flush(copy);
@@ -292,8 +302,9 @@ async function main(): Promise<void> {
   }
   await Promise.all([reportsCopy, statsCopy, reportersCopy].map((c) => once(c.stream, 'finish')));
   await Promise.all([reportsCopy, statsCopy, reportersCopy].map((c) => c.client.end()));
-  console.log(`copied ${IPS} addresses and ${reportRows} reports in ${Math.round((Date.now() - started) / 1000)} s`);
+  copying.done({ addresses: IPS, reports: reportRows });
 
+  const rollups = progress.step('seed: rollups and statistics');
   const entries = [...activity.entries()].map(([key, v]) => {
     const [hour, category] = key.split(':').map(Number);
     return { hour: new Date(hour!), category: category!, ...v };
@@ -324,17 +335,14 @@ async function main(): Promise<void> {
     ],
   );
   await admin.query('analyze');
-  console.log(`rollups written (${Math.round((Date.now() - started) / 1000)} s)`);
-  if (!args['no-snapshot']) {
-    const snapshot = await blacklistSnapshots(db.pool, systemClock).regenerate();
-    console.log(`blacklist snapshot: ${snapshot.entries} addresses (${Math.round((Date.now() - started) / 1000)} s)`);
-  }
+  rollups.done();
+  if (!args['no-snapshot']) await blacklistSnapshots(db.pool, systemClock).regenerate(progress);
   await admin.end();
   await db.close();
   console.log(`done in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 main().catch((err: unknown) => {
-  console.error(err);
+  console.error(`seed:synthetic failed: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

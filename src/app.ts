@@ -11,15 +11,25 @@ import type { Pool } from './db/pool.js';
 import type { GeoIp } from './geo/geoip.js';
 import { CategoryService } from './categories/categories.js';
 import { categoryHandlers } from './categories/handlers.js';
-import { guard } from './http/auth.js';
+import { guard, siteLimit } from './http/auth.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { FaultBudget } from './http/fault-budget.js';
+import { formArrayFields, formArrays, formParser } from './http/form-bodies.js';
 import { requestLogger } from './http/logging.js';
+import { memoiseValidatorRouteMatchers } from './http/route-matchers.js';
+import { canonicalPaths, type PathAlias } from './http/paths.js';
+import { Drain } from './http/drain.js';
 import { Metering } from './http/metering.js';
 import type { Metrics } from './http/metrics.js';
 import type { Handler, Handlers } from './http/types.js';
 import { KeyAuthenticator } from './keys/keys.js';
 import { keyHandlers } from './keys/handlers.js';
+import { KeySites } from './keys/sites.js';
+import { notificationHandlers } from './notifications/handlers.js';
+import { NotificationConfigs } from './notifications/service.js';
+import { rulesHandlers } from './rules/handlers.js';
+import { Rulesets } from './rules/rulesets.js';
 import type { OperationId } from './keys/roles.js';
 import { Meter } from './keys/usage.js';
 import { API_BASE, type ApiArtifacts } from './openapi.js';
@@ -33,9 +43,13 @@ import { BundleLedger } from './relay/ledger.js';
 import { paymentsRouter } from './relay/payments.js';
 import type { RelayQueue } from './relay/queue.js';
 import { RelayService, relayLimits } from './relay/service.js';
+import { SmsTemplates } from './relay/delivery/templates.js';
 import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
 import { ReputationService } from './reputation/service.js';
+import { KeyLastUsed } from './account/last-used.js';
+import { loadConfig } from './config.js';
+import { buildWeb } from './web/index.js';
 
 export interface AppDeps {
   orm: Orm;
@@ -44,16 +58,26 @@ export interface AppDeps {
   /** The relay's queue; undefined where no transport is configured (sends answer 503). */
   relayQueue: RelayQueue | undefined;
   metrics: Metrics;
-  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments'> & { keyCacheMs?: number; metricsToken?: string };
+  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
+    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe'>>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
+  /** The process's graceful stop: while it drains, /readyz answers 503 and responses close connections. */
+  drain?: Drain;
 }
 
 /** JSON request bodies above this size are refused with 413 (the document states it). */
 export const JSON_BODY_LIMIT = 3 * 1024 * 1024;
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+/** Other bases the API answers under, each rewritten to `/api/v2` before anything else runs. */
+export const PATH_ALIASES: readonly PathAlias[] = [
+  // The base path of the ReportedIP clients (Hive, Hive-Light, honeypot-server): they need only
+  // their host name changed.
+  { base: '/wp-json/reportedip/v2', target: API_BASE },
+];
 
 /** The reference page runs Redoc inline and in a web worker; everything else keeps helmet's CSP. */
 const DOCS_CSP =
@@ -63,37 +87,71 @@ const DOCS_CSP =
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
   const { orm, pool, geo, relayQueue, metrics, config, logger, clock, api } = deps;
+  const drain = deps.drain ?? new Drain();
   const em = orm.em;
-  const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock);
-  const meter = new Meter(pool, clock);
+  const lastUsed = new KeyLastUsed(pool, clock);
+  const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock, (keyId) => lastUsed.touch(keyId));
+  const meter = new Meter(pool, clock, config.publicLimits);
   const metering = new Metering(meter, clock, metrics);
-  const categories = new CategoryService(em);
+  const faults = new FaultBudget(meter, clock, config.faultBudget);
+  const categories = new CategoryService(em, clock);
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock);
   const snapshots = blacklistSnapshots(pool, clock);
+  const sites = new KeySites(pool, clock);
+  const stats = new StatsService(pool, categories, snapshots, clock);
+  const relay = new RelayService(pool, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(pool, clock));
+  const ledger = new BundleLedger(pool, clock);
+  const web = buildWeb({
+    orm,
+    pool,
+    clock,
+    logger,
+    web: config.web ?? loadConfig({}).web,
+    stripe: config.stripe,
+    relayMail: config.relay.mail,
+    meter,
+    stats,
+    categories,
+    reputation,
+    relay,
+    ledger,
+  });
   const handlers: Handlers = {
     ...categoryHandlers(categories),
-    ...keyHandlers(meter),
+    ...keyHandlers(meter, sites, clock),
     ...reputationHandlers(reputation),
     ...blacklistHandlers(new BlacklistService(snapshots, categories, clock), snapshots),
-    ...statsHandlers(new StatsService(pool, categories, snapshots, clock)),
-    ...relayHandlers(new RelayService(pool, relayQueue, relayLimits(config.relay), clock)),
+    ...statsHandlers(stats),
+    ...relayHandlers(relay),
+    ...notificationHandlers(new NotificationConfigs(pool, clock)),
+    ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
   };
+  const formArrayFieldsOf = formArrayFields(api.document);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
+  // One spelling per path: `/API/V2/check` and `/api/v2/check/` match no route (see http/paths.ts).
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
 
+  app.use(drain.middleware());
   app.use(helmet());
   app.use(metrics.middleware());
   app.use(requestLogger(logger));
+  app.use(canonicalPaths(PATH_ALIASES));
   app.get('/metrics', metrics.handler(config.metricsToken));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
+    if (drain.draining) {
+      res.status(503).json({ status: 'draining', database: 'unknown' });
+      return;
+    }
     try {
       await pool.query('select 1');
       res.json({ status: 'ok', database: 'up' });
@@ -114,9 +172,18 @@ export function buildApp(deps: AppDeps): Express {
     res.type('text/html; charset=utf-8').send(api.referenceHtml);
   });
 
-  app.use(paymentsRouter(new BundleLedger(pool, clock), config.payments, clock));
+  app.use(paymentsRouter(ledger, config.payments, clock));
+  if (web.stripeWebhook) app.use(web.stripeWebhook);
+  // The pages (/, /lookup, /account/…): their own form parser, CSRF and CSP (src/web/).
+  app.use(web.pages);
 
   app.use(express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' }));
+  app.use(formParser(JSON_BODY_LIMIT));
+  for (const [key, fields] of formArrayFieldsOf) {
+    const [method, path] = key.split(' ') as [string, string];
+    app[method.toLowerCase() as (typeof METHODS)[number]](API_BASE + expressPath(path), formArrays(fields));
+  }
+  memoiseValidatorRouteMatchers();
   app.use(
     OpenApiValidator.middleware({
       apiSpec: api.document,
@@ -127,6 +194,9 @@ export function buildApp(deps: AppDeps): Express {
       validateFormats: true,
       formats: { ip: { type: 'string', validate: (value: string) => ipaddr.isValid(value) && isPlainIp(value) } },
       ignoreUndocumented: false,
+      // Match the path the canonical-path middleware left in req.url (aliases rewritten).
+      useRequestUrl: true,
+      // Everything else is refused below by the 404 handler; nothing under the base is skipped.
       ignorePaths: (path: string) => !path.startsWith(`${API_BASE}/`),
     }),
   );
@@ -141,8 +211,11 @@ export function buildApp(deps: AppDeps): Express {
       if (!operationId) continue;
       const handler = (handlers[operationId] as Handler<typeof operationId> | undefined) ?? notImplemented(operationId);
       app[method](
-        API_BASE + path.replace(/\{(\w+)\}/g, ':$1'),
+        API_BASE + expressPath(path),
+        validatedAs(operationId),
         guard(operationId, keys),
+        faults.middleware(),
+        siteLimit(operationId, sites),
         metering.middleware(operationId),
         handler as unknown as (req: Request, res: Response) => Promise<void>,
       );
@@ -154,6 +227,22 @@ export function buildApp(deps: AppDeps): Express {
   });
   app.use(errorHandler(logger, metering));
   return app;
+}
+
+/** `/reports/{ip}` -> `/reports/:ip`. */
+const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+/**
+ * Defence in depth: a handler runs only for a request the validator matched to its own
+ * operation. Whatever a future route, alias or setting does, nothing reaches a handler
+ * unvalidated.
+ */
+function validatedAs(operationId: OperationId) {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const matched = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    if (matched !== operationId) throw new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`);
+    next();
+  };
 }
 
 /**

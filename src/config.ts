@@ -1,4 +1,11 @@
+import path from 'node:path';
 import { z } from 'zod';
+import type { Role } from './db/entities.js';
+import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './keys/usage.js';
+import type { SmsConfig } from './relay/delivery/sms.js';
+import { SIGNUP_MODES, type SignupMode } from './account/accounts.js';
+import { BUNDLES } from './relay/policy.js';
+import type { VonageSignatureMethod } from './relay/delivery/sms/vonage.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -19,6 +26,22 @@ const boolean = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
+const SMS_PROVIDERS = ['webhook', 'twilio', 'vonage', 'plivo', 'sns', 'outbox'] as const;
+const VONAGE_SIGNATURE_METHODS = ['md5hash', 'md5', 'sha1', 'sha256', 'sha512'] as const satisfies readonly VonageSignatureMethod[];
+
+/**
+ * A provider's API origin (and optional path prefix) in place of its default: a region's
+ * endpoint, a proxy, a test fake. Credentials go there, so plain http only on loopback.
+ */
+const apiBase = z
+  .string()
+  .regex(
+    /^(https:\/\/[^/?#@]+|http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?)(\/[^?#]*)?$/,
+    'must be an https:// URL without query (http:// only on loopback)',
+  )
+  .transform((url) => url.replace(/\/+$/, ''))
+  .optional();
+
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -31,7 +54,13 @@ const schema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  MIGRATE_ON_START: boolean.default(true),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PUBLIC_V6_AGGREGATE_PREFIX: z.coerce.number().int().min(32).max(64).default(48),
+  PUBLIC_V6_AGGREGATE_LIMIT: z.coerce.number().int().min(1).default(1_000),
+  FAULT_BUDGET: z.coerce.number().int().min(0).default(20),
+  SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(300).default(10),
+  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(40),
   KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
@@ -40,9 +69,42 @@ const schema = z.object({
   RELAY_DKIM_DOMAIN: z.string().min(1).optional(),
   RELAY_DKIM_SELECTOR: z.string().min(1).optional(),
   RELAY_DKIM_KEY_FILE: z.string().min(1).optional(),
+  RELAY_MAIL_TRANSPORT: z.enum(['smtp', 'outbox']).optional(),
+  RELAY_SMS_PROVIDER: z.enum(SMS_PROVIDERS).optional(),
   RELAY_SMS_URL: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL').optional(),
   RELAY_SMS_TOKEN: z.string().min(1).optional(),
   RELAY_SMS_SENDER: z.string().min(1).max(15).optional(),
+  RELAY_SMS_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(10),
+  RELAY_RECEIPT_BASE_URL: z
+    .string()
+    .regex(/^https?:\/\/[^/?#]+(\/[^?#]*)?$/, 'must be an http:// or https:// URL without query')
+    .transform((url) => url.replace(/\/+$/, ''))
+    .optional(),
+  RELAY_OUTBOX_IN_PRODUCTION: boolean.optional(),
+  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-fA-F]{32}$/, 'must be AC followed by 32 hexadecimal digits').optional(),
+  TWILIO_AUTH_TOKEN: z.string().min(1).optional(),
+  TWILIO_FROM: z.string().min(1).optional(),
+  TWILIO_MESSAGING_SERVICE_SID: z.string().regex(/^MG[0-9a-fA-F]{32}$/, 'must be MG followed by 32 hexadecimal digits').optional(),
+  TWILIO_API_BASE: apiBase,
+  VONAGE_API_KEY: z.string().min(1).optional(),
+  VONAGE_API_SECRET: z.string().min(1).optional(),
+  VONAGE_FROM: z.string().min(1).max(15).optional(),
+  VONAGE_API_BASE: apiBase,
+  VONAGE_SIGNATURE_SECRET: z.string().min(1).optional(),
+  VONAGE_SIGNATURE_METHOD: z.enum(VONAGE_SIGNATURE_METHODS).default('md5hash'),
+  PLIVO_AUTH_ID: z.string().min(1).optional(),
+  PLIVO_AUTH_TOKEN: z.string().min(1).optional(),
+  PLIVO_FROM: z.string().min(1).optional(),
+  PLIVO_POWERPACK_UUID: z.uuid('must be a UUID').optional(),
+  PLIVO_API_BASE: apiBase,
+  AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be an AWS region such as eu-west-1').optional(),
+  SNS_SMS_TYPE: z.enum(['Transactional', 'Promotional']).default('Transactional'),
+  SNS_SENDER_ID: z
+    .string()
+    .regex(/^(?=.*[A-Za-z])[A-Za-z0-9]{3,11}$/, 'must be 3 to 11 letters and digits, at least one a letter')
+    .optional(),
+  SNS_ORIGINATION_NUMBER: z.string().min(1).optional(),
+  SNS_API_BASE: apiBase,
   RELAY_SMS_COUNTRIES: z
     .string()
     .regex(/^[A-Z]{2}(,[A-Z]{2})*$/, 'must be ISO country codes separated by commas')
@@ -52,15 +114,68 @@ const schema = z.object({
   RELAY_RECIPIENT_FREE: z.coerce.number().int().min(1).default(3),
   RELAY_RECIPIENT_BACKOFF_SECONDS: z.coerce.number().int().min(1).default(60),
   RELAY_RECIPIENT_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).default(3_600),
+  RELAY_RECIPIENT_GLOBAL_DAILY: z.coerce.number().int().min(1).default(20),
   RELAY_SITE_DAILY_CAP: z.coerce.number().int().min(1).default(1_000),
+  RELAY_SMS_FREE_TEXT_ROLES: z
+    .string()
+    .regex(/^((professional|business|enterprise)(,(professional|business|enterprise))*)?$/, 'must be relay roles (professional, business, enterprise) separated by commas, or empty')
+    .default('professional,business,enterprise'),
   RELAY_RETRY_LIMIT: z.coerce.number().int().min(0).max(20).default(5),
   RELAY_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).default(30),
   PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
+  RULES_DIR: z.string().min(1).optional(),
+  RULES_SIGNING_KEY_FILE: z.string().min(1).optional(),
   GEOIP_COUNTRY_DB: z.string().min(1).optional(),
   GEOIP_ASN_DB: z.string().min(1).optional(),
   NODE_ENV: z.string().default('development'),
+  SIGNUP: z.enum(SIGNUP_MODES).default('open'),
+  PUBLIC_URL: z
+    .string()
+    .regex(/^https?:\/\/[^/?#@\s]+$/, 'must be an origin such as https://trs.example.com (no path, query or credentials)')
+    .optional(),
+  COOKIE_SECURE: boolean.optional(),
+  SESSION_DAYS: z.coerce.number().positive().max(90).default(7),
+  SESSION_IDLE_HOURS: z.coerce.number().positive().max(24 * 90).default(24),
+  ACCOUNT_MAIL_FROM: z.string().min(3).optional(),
+  VERIFY_LINK_HOURS: z.coerce.number().positive().max(24 * 14).default(24),
+  RESET_LINK_MINUTES: z.coerce.number().int().min(5).max(24 * 60).default(60),
+  PASSWORD_SCRYPT_COST: z.coerce.number().int().min(14).max(20).default(15),
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
+  SERVICE_NAME: z.string().min(1).max(60).regex(/^[^\r\n<>]+$/, 'must be one line without < or >').default('Threat-Reputation Service'),
+  RELAY_MAIL_FOOTER: z.string().max(500).optional(),
+  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, 'must be a Stripe secret or restricted key (sk_… or rk_…)').optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a webhook signing secret (whsec_…)').optional(),
+  STRIPE_API_BASE: apiBase,
 });
+
+/** `STRIPE_PRICE_SVC_MAIL_BUNDLE_1000=price_…`: the Stripe price of each bundle that is for sale. */
+const STRIPE_PRICE = /^STRIPE_PRICE_(.+)$/;
+
+export interface WebConfig {
+  signup: SignupMode;
+  /** Origin of the links in account mails and of Stripe's return pages; never taken from a request. */
+  publicUrl: string | undefined;
+  /** Session cookies carry Secure (and the `__Host-` prefix): on by default with NODE_ENV=production. */
+  cookieSecure: boolean;
+  sessionAbsoluteMs: number;
+  sessionIdleMs: number;
+  /** From of account mails; the relay's From when unset. */
+  mailFrom: string | undefined;
+  verifyTtlMs: number;
+  resetTtlMs: number;
+  scryptCost: number;
+  auditRetentionMs: number;
+  serviceName: string;
+}
+
+export interface StripeConfig {
+  secretKey: string;
+  webhookSecret: string;
+  /** Bundle id -> Stripe price id. */
+  prices: Record<string, string>;
+  apiBase: string | undefined;
+}
 
 export type Config = {
   port: number;
@@ -73,52 +188,86 @@ export type Config = {
   dbPoolMax: number;
   /** Server processes on this machine (node:cluster); 1 runs in this process. */
   workers: number;
-  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  /** Apply pending migrations on start; false: refuse to start while any is pending (`trs db migrate` first). */
+  migrateOnStart: boolean;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`; unset, it answers loopback callers only. */
   metricsToken: string | undefined;
+  /** The public allowance of unauthenticated callers: per address (/64), and per wider IPv6 prefix. */
+  publicLimits: PublicLimits;
+  /** Server errors (but 503) a key or address may meet per day before its charges stand and it is refused. */
+  faultBudget: number;
+  /** Graceful stop: how long a draining process keeps serving after SIGTERM, and the deadline of the whole stop. */
+  shutdown: { drainMs: number; timeoutMs: number };
   /** How long a process trusts a key lookup: a revocation reaches every process within it. */
   keyCacheMs: number;
   /** Check every response against the OpenAPI document (on by default outside production). */
   validateResponses: boolean;
   /** How often the blacklist snapshot is regenerated. */
   blacklistIntervalMs: number;
+  /** Signed rule sets: the folder of `<name>.json` files and the Ed25519 key that signs them. */
+  rules: { dir: string; signingKeyFile: string | undefined };
   /** MaxMind-format databases that replace the bundled geolocation data. */
   geoip: { countryDb?: string; asnDb?: string };
   relay: RelayConfig;
   payments: { secret: string | undefined; toleranceSeconds: number };
+  web: WebConfig;
+  /** Bundles sold through Stripe Checkout; undefined when Stripe is not configured. */
+  stripe: StripeConfig | undefined;
 };
 
+type Env = z.infer<typeof schema>;
+
+interface DkimFiles {
+  domainName: string;
+  keySelector: string;
+  /** PEM private key, read at start. */
+  keyFile: string;
+}
+
 export interface RelayConfig {
-  mail?: { smtpUrl: string; from: string; dkim?: { domainName: string; keySelector: string; keyFile: string } };
-  sms?: { url: string; token: string; sender?: string };
+  /** SMTP (without `transport`, as before there was a choice), or `.eml` files in `dir`. */
+  mail?: { transport?: 'smtp'; smtpUrl: string; from: string; dkim?: DkimFiles } | { transport: 'outbox'; dir: string; from: string; dkim?: DkimFiles };
+  /** The SMS provider and its settings, by `provider`. */
+  sms?: SmsConfig;
   smsCountries: string[];
   enterpriseCeiling: { mail: number; sms: number };
   recipientFree: number;
   recipientBackoffBaseSeconds: number;
   recipientBackoffMaxSeconds: number;
+  recipientGlobalDaily: number;
   siteDailyCap: number;
+  /** Roles that may send free-text SMS; the others must use a template. */
+  smsFreeTextRoles: Role[];
   retryLimit: number;
   retryDelaySeconds: number;
+  /** Appended to Professional relay mails (RELAY_MAIL_FOOTER); Business and Enterprise mails are white-label. */
+  mailFooter?: string;
 }
 
 export class ConfigError extends Error {}
+
+/** Variables whose values may be or hold credentials (a URL can carry a password): never echoed. */
+const SECRET = /TOKEN|SECRET|_URL$|_API_BASE$/;
 
 /** Reads and validates the environment once; throws a ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `  ${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(env[String(issue.path[0])])})`,
-    );
+    const problems = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return `  ${issue.path.join('.')}: ${issue.message} (got ${SECRET.test(name) ? 'a value not shown here' : JSON.stringify(env[name])})`;
+    });
     throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   }
   const e = parsed.data;
   const problems: string[] = [];
-  if (e.RELAY_SMTP_URL && !e.RELAY_MAIL_FROM) problems.push('  RELAY_MAIL_FROM: required when RELAY_SMTP_URL is set');
-  if (e.RELAY_SMS_URL && !e.RELAY_SMS_TOKEN) problems.push('  RELAY_SMS_TOKEN: required when RELAY_SMS_URL is set');
   const dkim = [e.RELAY_DKIM_DOMAIN, e.RELAY_DKIM_SELECTOR, e.RELAY_DKIM_KEY_FILE];
   if (dkim.some(Boolean) && !dkim.every(Boolean)) {
     problems.push('  RELAY_DKIM_DOMAIN, RELAY_DKIM_SELECTOR, RELAY_DKIM_KEY_FILE: set all three to sign with DKIM');
   }
+  const mail = mailConfig(e, problems);
+  const sms = smsConfig(e, problems);
+  const stripe = stripeConfig(e, env, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return {
     port: e.PORT,
@@ -129,33 +278,175 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     dbPoolMax: e.DB_POOL_MAX,
     workers: e.WORKERS,
+    migrateOnStart: e.MIGRATE_ON_START,
     metricsToken: e.METRICS_TOKEN,
+    publicLimits: { ...DEFAULT_PUBLIC_LIMITS, v6AggregatePrefix: e.PUBLIC_V6_AGGREGATE_PREFIX, v6AggregateLimit: e.PUBLIC_V6_AGGREGATE_LIMIT },
+    faultBudget: e.FAULT_BUDGET,
+    shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
+    rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
     relay: {
-      mail:
-        e.RELAY_SMTP_URL && e.RELAY_MAIL_FROM
-          ? {
-              smtpUrl: e.RELAY_SMTP_URL,
-              from: e.RELAY_MAIL_FROM,
-              dkim:
-                e.RELAY_DKIM_DOMAIN && e.RELAY_DKIM_SELECTOR && e.RELAY_DKIM_KEY_FILE
-                  ? { domainName: e.RELAY_DKIM_DOMAIN, keySelector: e.RELAY_DKIM_SELECTOR, keyFile: e.RELAY_DKIM_KEY_FILE }
-                  : undefined,
-            }
-          : undefined,
-      sms: e.RELAY_SMS_URL && e.RELAY_SMS_TOKEN ? { url: e.RELAY_SMS_URL, token: e.RELAY_SMS_TOKEN, sender: e.RELAY_SMS_SENDER } : undefined,
+      mail,
+      sms,
       smsCountries: e.RELAY_SMS_COUNTRIES.split(','),
       enterpriseCeiling: { mail: e.RELAY_ENTERPRISE_MAIL_CEILING, sms: e.RELAY_ENTERPRISE_SMS_CEILING },
       recipientFree: e.RELAY_RECIPIENT_FREE,
       recipientBackoffBaseSeconds: e.RELAY_RECIPIENT_BACKOFF_SECONDS,
       recipientBackoffMaxSeconds: e.RELAY_RECIPIENT_BACKOFF_MAX_SECONDS,
+      recipientGlobalDaily: e.RELAY_RECIPIENT_GLOBAL_DAILY,
       siteDailyCap: e.RELAY_SITE_DAILY_CAP,
+      smsFreeTextRoles: e.RELAY_SMS_FREE_TEXT_ROLES.split(',').filter(Boolean) as Role[],
       retryLimit: e.RELAY_RETRY_LIMIT,
       retryDelaySeconds: e.RELAY_RETRY_DELAY_SECONDS,
+      mailFooter: e.RELAY_MAIL_FOOTER?.trim() || undefined,
     },
     payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },
+    web: {
+      signup: e.SIGNUP,
+      // Development links point at the local server; in production only PUBLIC_URL will do.
+      publicUrl: e.PUBLIC_URL ?? (e.NODE_ENV === 'production' ? undefined : `http://localhost:${e.PORT}`),
+      cookieSecure: e.COOKIE_SECURE ?? e.NODE_ENV === 'production',
+      sessionAbsoluteMs: e.SESSION_DAYS * 86_400_000,
+      sessionIdleMs: e.SESSION_IDLE_HOURS * 3_600_000,
+      mailFrom: e.ACCOUNT_MAIL_FROM,
+      verifyTtlMs: e.VERIFY_LINK_HOURS * 3_600_000,
+      resetTtlMs: e.RESET_LINK_MINUTES * 60_000,
+      scryptCost: e.PASSWORD_SCRYPT_COST,
+      auditRetentionMs: e.AUDIT_RETENTION_DAYS * 86_400_000,
+      serviceName: e.SERVICE_NAME,
+    },
+    stripe,
   };
+}
+
+/** Stripe needs its key, the webhook secret and at least one price, each for a known bundle. */
+function stripeConfig(e: Env, env: NodeJS.ProcessEnv, problems: string[]): StripeConfig | undefined {
+  const prices: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    const match = STRIPE_PRICE.exec(name);
+    if (!match || value === undefined) continue;
+    const bundle = match[1]!.toLowerCase();
+    if (!Object.hasOwn(BUNDLES, bundle)) problems.push(`  ${name}: no bundle ${bundle}; known: ${Object.keys(BUNDLES).join(', ')}`);
+    else if (!/^price_[A-Za-z0-9]+$/.test(value)) problems.push(`  ${name}: must be a Stripe price id (price_…)`);
+    else prices[bundle] = value;
+  }
+  const any = e.STRIPE_SECRET_KEY || e.STRIPE_WEBHOOK_SECRET || Object.keys(prices).length > 0;
+  if (!any) return undefined;
+  requireAll(problems, 'Stripe is configured', { STRIPE_SECRET_KEY: e.STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET: e.STRIPE_WEBHOOK_SECRET });
+  if (Object.keys(prices).length === 0) problems.push('  STRIPE_PRICE_<BUNDLE_ID>: set the price of at least one bundle, e.g. STRIPE_PRICE_SVC_MAIL_BUNDLE_1000');
+  return e.STRIPE_SECRET_KEY && e.STRIPE_WEBHOOK_SECRET
+    ? { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, prices, apiBase: e.STRIPE_API_BASE }
+    : undefined;
+}
+
+/** Pushes `NAME: required when …` for each variable that is not set. */
+function requireAll(problems: string[], when: string, variables: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(variables)) if (!value) problems.push(`  ${name}: required when ${when}`);
+}
+
+/**
+ * The outbox writes messages to files instead of sending them: in production that silently
+ * drops every 2FA code, so it takes an explicit RELAY_OUTBOX_IN_PRODUCTION=true there.
+ */
+function guardOutbox(e: Env, problems: string[], variable: string): void {
+  if (e.NODE_ENV === 'production' && !e.RELAY_OUTBOX_IN_PRODUCTION) {
+    problems.push(
+      `  ${variable}: outbox writes messages to files instead of sending them; refused with NODE_ENV=production unless RELAY_OUTBOX_IN_PRODUCTION=true`,
+    );
+  }
+}
+
+function mailConfig(e: Env, problems: string[]): RelayConfig['mail'] {
+  const transport = e.RELAY_MAIL_TRANSPORT ?? (e.RELAY_SMTP_URL ? 'smtp' : undefined);
+  const dkim =
+    e.RELAY_DKIM_DOMAIN && e.RELAY_DKIM_SELECTOR && e.RELAY_DKIM_KEY_FILE
+      ? { domainName: e.RELAY_DKIM_DOMAIN, keySelector: e.RELAY_DKIM_SELECTOR, keyFile: e.RELAY_DKIM_KEY_FILE }
+      : undefined;
+  if (transport === 'outbox') {
+    guardOutbox(e, problems, 'RELAY_MAIL_TRANSPORT');
+    // No real recipient sees the From of a file, so development needs no address set.
+    return { transport, dir: path.join(e.DATA_DIR, 'outbox', 'mail'), from: e.RELAY_MAIL_FROM ?? 'Relay <relay@localhost>', dkim };
+  }
+  if (transport === 'smtp') {
+    const { RELAY_SMTP_URL: smtpUrl, RELAY_MAIL_FROM: from } = e;
+    requireAll(problems, e.RELAY_MAIL_TRANSPORT ? 'RELAY_MAIL_TRANSPORT is smtp' : 'RELAY_SMTP_URL is set', {
+      RELAY_SMTP_URL: smtpUrl,
+      RELAY_MAIL_FROM: from,
+    });
+    return smtpUrl && from ? { smtpUrl, from, dkim } : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The SMS provider: RELAY_SMS_PROVIDER, or the generic webhook when only RELAY_SMS_URL is set
+ * (the configuration from before there was a choice). Each provider's receipts are to come to
+ * `${RELAY_RECEIPT_BASE_URL}/webhooks/sms/<provider>`.
+ */
+function smsConfig(e: Env, problems: string[]): SmsConfig | undefined {
+  const provider = e.RELAY_SMS_PROVIDER ?? (e.RELAY_SMS_URL ? 'webhook' : undefined);
+  const when = e.RELAY_SMS_PROVIDER ? `RELAY_SMS_PROVIDER is ${provider}` : 'RELAY_SMS_URL is set';
+  const timeoutMs = e.RELAY_SMS_TIMEOUT_SECONDS * 1000;
+  const receiptUrl = e.RELAY_RECEIPT_BASE_URL && `${e.RELAY_RECEIPT_BASE_URL}/webhooks/sms/${provider}`;
+  switch (provider) {
+    case undefined:
+      return undefined;
+    case 'webhook': {
+      const { RELAY_SMS_URL: url, RELAY_SMS_TOKEN: token } = e;
+      requireAll(problems, when, { RELAY_SMS_URL: url, RELAY_SMS_TOKEN: token });
+      return url && token ? { provider, url, token, sender: e.RELAY_SMS_SENDER, timeoutMs } : undefined;
+    }
+    case 'twilio': {
+      const { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken, TWILIO_FROM: from } = e;
+      const messagingServiceSid = e.TWILIO_MESSAGING_SERVICE_SID;
+      requireAll(problems, when, { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken });
+      if (!from && !messagingServiceSid) problems.push(`  TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID: one is required when ${when}`);
+      return accountSid && authToken && (from || messagingServiceSid)
+        ? { provider, accountSid, authToken, from, messagingServiceSid, apiBase: e.TWILIO_API_BASE, receiptUrl, timeoutMs }
+        : undefined;
+    }
+    case 'vonage': {
+      const { VONAGE_API_KEY: apiKey, VONAGE_API_SECRET: apiSecret, VONAGE_FROM: from } = e;
+      requireAll(problems, when, { VONAGE_API_KEY: apiKey, VONAGE_API_SECRET: apiSecret, VONAGE_FROM: from });
+      // Unsigned receipts could come from anyone: asking for receipts means verifying them.
+      if (receiptUrl && !e.VONAGE_SIGNATURE_SECRET) {
+        problems.push('  VONAGE_SIGNATURE_SECRET: required when RELAY_RECEIPT_BASE_URL is set (receipts are verified by their signature)');
+      }
+      const receiptSignature = e.VONAGE_SIGNATURE_SECRET ? { secret: e.VONAGE_SIGNATURE_SECRET, method: e.VONAGE_SIGNATURE_METHOD } : undefined;
+      return apiKey && apiSecret && from
+        ? { provider, apiKey, apiSecret, from, apiBase: e.VONAGE_API_BASE, receiptUrl, receiptSignature, timeoutMs }
+        : undefined;
+    }
+    case 'plivo': {
+      const { PLIVO_AUTH_ID: authId, PLIVO_AUTH_TOKEN: authToken, PLIVO_FROM: from, PLIVO_POWERPACK_UUID: powerpackUuid } = e;
+      requireAll(problems, when, { PLIVO_AUTH_ID: authId, PLIVO_AUTH_TOKEN: authToken });
+      if (Boolean(from) === Boolean(powerpackUuid)) {
+        problems.push(`  PLIVO_FROM, PLIVO_POWERPACK_UUID: set exactly one when ${when}`);
+      }
+      return authId && authToken && Boolean(from) !== Boolean(powerpackUuid)
+        ? { provider, authId, authToken, from, powerpackUuid, apiBase: e.PLIVO_API_BASE, receiptUrl, timeoutMs }
+        : undefined;
+    }
+    case 'sns': {
+      const { AWS_REGION: region } = e;
+      requireAll(problems, when, { AWS_REGION: region });
+      return region
+        ? {
+            provider,
+            region,
+            smsType: e.SNS_SMS_TYPE,
+            senderId: e.SNS_SENDER_ID,
+            originationNumber: e.SNS_ORIGINATION_NUMBER,
+            endpoint: e.SNS_API_BASE,
+            timeoutMs,
+          }
+        : undefined;
+    }
+    case 'outbox':
+      guardOutbox(e, problems, 'RELAY_SMS_PROVIDER');
+      return { provider, dir: path.join(e.DATA_DIR, 'outbox', 'sms') };
+  }
 }

@@ -6,21 +6,23 @@ import { systemClock } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { connectDatabase } from './db/connect.js';
 import { openGeoIp } from './geo/geoip.js';
-import { createLogger } from './http/logging.js';
+import { createLogger } from './logging.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
+import { PurgeJob } from './account/purge-job.js';
 import { loadApiArtifacts } from './openapi.js';
+import { logProgress } from './progress.js';
 import { startRelay } from './relay/runtime.js';
 import { Metrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
+import { Drain } from './http/drain.js';
 import type { RelayQueue } from './relay/queue.js';
-
-/** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
-const SHUTDOWN_GRACE_MS = 25_000;
 
 /** One server process: database, app, scheduled jobs, relay worker; graceful stop on signals. */
 async function serve(config: Config, logger: Logger): Promise<void> {
   const api = loadApiArtifacts();
-  const [geo, database] = await Promise.all([openGeoIp(config.geoip), connectDatabase(config, logger)]);
+  // A worker's supervisor has migrated already: the worker only checks that nothing is pending.
+  const migrate = config.migrateOnStart && cluster.isPrimary ? 'apply' : 'verify';
+  const [geo, database] = await Promise.all([openGeoIp({ ...config.geoip, progress: logProgress(logger) }), connectDatabase(config, logger, { migrate })]);
   let relayQueue: RelayQueue | undefined;
   const metrics = new Metrics(database.pool, (channel) => relayQueue?.depth(channel) ?? Promise.resolve(0));
   const relay = await startRelay(config.relay, database.url, database.pool, systemClock, logger, {
@@ -28,7 +30,9 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     metrics,
   });
   relayQueue = relay.queue;
+  const drain = new Drain();
   const app = buildApp({
+    drain,
     orm: database.orm,
     pool: database.pool,
     geo,
@@ -40,13 +44,14 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     api,
   });
   const blacklistJob = new BlacklistJob(
-    database.pool,
     blacklistSnapshots(database.pool, systemClock),
     systemClock,
     config.blacklistIntervalMs,
     logger,
   );
   blacklistJob.start();
+  const purgeJob = new PurgeJob(database.pool, systemClock, config.web, logger);
+  purgeJob.start();
 
   const server = createHttpServer(app);
   await new Promise<void>((resolve, reject) => {
@@ -58,23 +63,37 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   logger.info({ host: config.host, port, docs: `/api/v2/docs` }, 'listening');
 
   let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: no new connections, finishing in-flight requests');
-    const force = setTimeout(() => {
-      logger.error('in-flight requests did not finish in time; exiting');
+  /**
+   * SIGTERM (a service manager, a container's stop, a rolling restart) drains first: /readyz
+   * answers 503 and responses close their connections for SHUTDOWN_DRAIN_SECONDS, so that a load
+   * balancer moves traffic away before the listener closes. SIGINT (Ctrl-C) skips the drain.
+   * Then in-flight requests and deliveries finish; a second signal, or SHUTDOWN_TIMEOUT_SECONDS,
+   * forces the exit.
+   */
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
-    }, SHUTDOWN_GRACE_MS);
+    }
+    stopping = true;
+    const force = setTimeout(() => {
+      logger.error({ timeoutSeconds: config.shutdown.timeoutMs / 1000 }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, config.shutdown.timeoutMs);
     force.unref();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
+    drain.begin();
+    const drainMs = signal === 'SIGTERM' ? config.shutdown.drainMs : 0;
+    logger.info({ signal, drainSeconds: drainMs / 1000 }, 'stopping: draining (/readyz answers 503, responses close their connections)');
+    await new Promise((resolve) => setTimeout(resolve, drainMs));
+    logger.info('stopping: no new connections, finishing in-flight requests');
+    await drain.close(server);
+    logger.info('stopping: every request answered, HTTP server closed');
     await blacklistJob.stop();
+    await purgeJob.stop();
     await relay.stop();
+    logger.info('stopping: scheduled jobs and relay worker stopped');
     await database.close();
-    logger.info('stopped');
+    logger.info('stopped: database connections closed');
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -87,7 +106,7 @@ async function serve(config: Config, logger: Logger): Promise<void> {
  * dies, and passes signals on for a graceful stop.
  */
 async function supervise(config: Config, logger: Logger): Promise<void> {
-  const database = await connectDatabase(config, logger);
+  const database = await connectDatabase(config, logger, { migrate: config.migrateOnStart ? 'apply' : 'verify' });
   let stopping = false;
   for (let i = 0; i < config.workers; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
@@ -99,6 +118,7 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
     if (stopping) return;
     stopping = true;
     const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+    logger.info({ signal, workers: workers.length }, 'stopping: passing the signal to the worker processes');
     await Promise.all(
       workers.map((w) => new Promise<void>((resolve) => {
         w.once('exit', () => resolve());
@@ -106,6 +126,7 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
       })),
     );
     await database.close();
+    logger.info('stopped: every worker process has exited');
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -46,4 +46,11 @@ export const BLACKLIST_CATEGORIES: readonly BlacklistCategory[] = [
   { id: 9, name: 'Proxies and VPNs', slug: 'proxies', description: 'Open proxies, Tor exit nodes and VPN addresses.', categories: [9, 13] },
   { id: 10, name: 'Web spam', slug: 'web-spam', description: 'Comment, forum and blog spam.', categories: [10, 12] },
   { id: 11, name: 'DNS abuse', slug: 'dns', description: 'DNS compromise and cache poisoning.', categories: [1, 2] },
+  {
+    id: 12,
+    name: 'WordPress and web applications',
+    slug: 'wordpress',
+    description: 'Attacks on WordPress and other web applications, as the ReportedIP clients report them (the web catalogue, 31-58).',
+    categories: Array.from({ length: 28 }, (_, i) => 31 + i),
+  },
 ];

@@ -3,7 +3,6 @@ import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { sendData } from '../http/envelope.js';
 import type { DataOf, Handlers } from '../http/types.js';
-import { BLACKLIST_CATEGORIES } from './categories.js';
 import type { BlacklistService, ListParams, ListVariant } from './service.js';
 import type { BlacklistSnapshots } from './snapshots.js';
 
@@ -35,8 +34,8 @@ export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSn
     getBlacklistCombined: (req, res) => send(res, list, req.query, 'combined', req.headers['if-none-match']),
     exportBlacklistGit: (req, res) => send(res, list, req.query as ListParams, 'git', req.headers['if-none-match']),
 
-    listBlacklistCategories(_req, res) {
-      const data: DataOf<'listBlacklistCategories'> = BLACKLIST_CATEGORIES.map((c) => ({ ...c, categories: [...c.categories] }));
+    async listBlacklistCategories(_req, res) {
+      const data: DataOf<'listBlacklistCategories'> = await list.thematicCategories();
       sendData(res, data);
     },
 

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
-import { unprocessable } from '../http/errors.js';
+import { unprocessable, within } from '../http/errors.js';
+import { ifNoneMatchHas } from '../http/etag.js';
+import { BLACKLIST_CATEGORIES } from './categories.js';
 import type { BlacklistSnapshots, SnapshotHead } from './snapshots.js';
 
 /** Which endpoint asks: the list, or one of the deprecated forms of it. */
@@ -20,6 +22,7 @@ export interface ListParams {
 
 export const DEFAULT_CONFIDENCE = 75;
 export const DEFAULT_LIMIT = 10_000;
+export const LIMIT_MAX = 1_000_000;
 
 const CONTENT_TYPES: Record<ListFormat, string> = {
   json: 'application/json; charset=utf-8',
@@ -30,15 +33,6 @@ const CONTENT_TYPES: Record<ListFormat, string> = {
 export type ListResponse =
   | { status: 304; etag: string }
   | { status: 200; etag: string; contentType: string; body: AsyncGenerator<string> };
-
-/** Does an If-None-Match header name this tag (a list of tags, weak or strong, or `*`)? */
-function matches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  return ifNoneMatch.split(',').some((tag) => {
-    const t = tag.trim();
-    return t === '*' || t === etag || t === `W/${etag}`;
-  });
-}
 
 /**
  * Rendered lists by ETag. Firewalls poll the same few lists, so each is rendered once per
@@ -82,9 +76,20 @@ export class BlacklistService {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * The thematic categories for GET /blacklist-categories: each with the threat categories of
+   * the catalogue this server has enabled (a group with none is left out), so that every id it
+   * lists is a valid `category` filter.
+   */
+  async thematicCategories() {
+    const enabled = await this.categories.severities();
+    return BLACKLIST_CATEGORIES.map((c) => ({ ...c, categories: c.categories.filter((id) => enabled.has(id)) })).filter((c) => c.categories.length > 0);
+  }
+
   /** The query as the list reads it: aliases resolved, category ids checked against the catalogue. */
   private async resolve(params: ListParams, variant: ListVariant) {
-    const confidence = params.confidence_minimum ?? params.confidenceMinimum ?? params.confidence ?? DEFAULT_CONFIDENCE;
+    const confidence = within('query', 'confidence', params.confidence_minimum ?? params.confidenceMinimum ?? params.confidence ?? DEFAULT_CONFIDENCE, 0, 100);
+    const limit = within('query', 'limit', params.limit ?? DEFAULT_LIMIT, 1, LIMIT_MAX);
     let categories: number[] | undefined;
     if (params.category) {
       categories = [...new Set(params.category.split(',').map(Number))].sort((a, b) => a - b);
@@ -96,7 +101,7 @@ export class BlacklistService {
       }
     }
     const format: ListFormat = variant === 'git' ? 'txt' : (params.format ?? 'json');
-    return { confidence, categories, format, limit: params.limit ?? DEFAULT_LIMIT, variant };
+    return { confidence, categories, format, limit, variant };
   }
 
   /**
@@ -109,7 +114,7 @@ export class BlacklistService {
     const head = (await this.snapshots.head()) ?? EMPTY_HEAD;
     const shape = [head.contentHash, query.variant, query.format, query.confidence, query.categories?.join('|') ?? '', query.limit];
     const etag = `"bl-${createHash('sha256').update(shape.join('/')).digest('hex').slice(0, 16)}"`;
-    if (matches(ifNoneMatch, etag)) return { status: 304, etag };
+    if (ifNoneMatchHas(ifNoneMatch, etag)) return { status: 304, etag };
     const contentType = CONTENT_TYPES[query.format];
     const cached = head.id ? this.rendered.get(etag) : undefined;
     if (cached !== undefined) return { status: 200, etag, contentType, body: (async function* () { yield cached; })() };

@@ -1,6 +1,7 @@
 import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
-import { transaction, type Pool } from '../db/pool.js';
+import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import { silentProgress, type Progress } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
 import { scoreAggregate } from '../reputation/service.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
@@ -75,6 +76,7 @@ interface AggregateRow {
   country_code: string | null;
   asn: number | null;
   isp: string | null;
+  positive_feedback: number;
 }
 
 /**
@@ -156,9 +158,28 @@ export class BlacklistSnapshots {
   }
 
   /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
-  async regenerate(): Promise<RegenerationResult> {
+  async regenerate(progress: Progress = silentProgress): Promise<RegenerationResult> {
+    return (await this.regenerateIf(async () => true, progress))!;
+  }
+
+  /**
+   * Regenerates, in one transaction, when `condition` holds, asked first inside that same
+   * transaction (undefined when it does not). The scheduled job takes its transaction-scoped
+   * lock there, so lock and work share one connection: needed on the embedded database, which
+   * runs one transaction at a time, and behind a transaction-mode pooler, which keeps no
+   * session (and no session lock) from one transaction to the next.
+   */
+  async regenerateIf(
+    condition: (client: Queryable) => Promise<boolean>,
+    progress: Progress = silentProgress,
+  ): Promise<RegenerationResult | undefined> {
     const now = this.clock.now();
     return transaction(this.pool, async (client) => {
+      if (!(await condition(client))) return undefined;
+      // Counting costs a scan of ip_stats: only done when someone watches.
+      const total =
+        progress === silentProgress ? 1 : (await client.query<{ n: number }>('select count(*)::int as n from ip_stats')).rows[0]!.n;
+      const scoring = progress.step('blacklist: scoring addresses', total);
       await client.query(`
         create temporary table blacklist_staging (
           ip text not null, score smallint not null, last_reported_at timestamptz not null,
@@ -167,7 +188,7 @@ export class BlacklistSnapshots {
       await client.query(
         `declare reported no scroll cursor for
            select s.ip, s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports, s.last_reported_at,
-                  s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp
+                  s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp, s.positive_feedback
              from ip_stats s
             where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
       );
@@ -189,6 +210,7 @@ export class BlacklistSnapshots {
             asn: r.asn,
             isp: r.isp,
             whitelisted: false,
+            positiveFeedback: r.positive_feedback,
           }),
         );
         await client.query(
@@ -205,8 +227,11 @@ export class BlacklistSnapshots {
             rows.map((r) => r.country_code),
           ],
         );
+        scoring.advance(rows.length);
       }
       await client.query('close reported');
+      scoring.done();
+      const writing = progress.step('blacklist: writing the snapshot');
 
       const { rows: [summary] } = await client.query<{ hash: string; total: number }>(
         `select md5(coalesce(string_agg(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)::bigint
@@ -221,6 +246,7 @@ export class BlacklistSnapshots {
       const head = current.rows[0];
       if (head && head.content_hash === summary!.hash) {
         await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head.id, now]);
+        writing.done({ changed: false });
         return { snapshotId: head.id, changed: false, entries: summary!.total, generatedAt: head.generated_at };
       }
 
@@ -250,6 +276,7 @@ export class BlacklistSnapshots {
       await client.query('delete from blacklist_snapshots where id < (select max(id) from blacklist_snapshots where id < $1)', [
         created!.id,
       ]);
+      writing.done({ changed: true, entries: summary!.total });
       return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now };
     });
   }

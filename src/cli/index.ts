@@ -1,18 +1,33 @@
+#!/usr/bin/env node
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config.js';
-import { connectDatabase, type Database } from '../db/connect.js';
+import { connectDatabase, type Database, type MigrateMode } from '../db/connect.js';
+import { openGeoIp } from '../geo/geoip.js';
+import { consoleProgress } from '../progress.js';
+import { ReputationRepository } from '../reputation/repository.js';
+import { BULK_REPORT_MAX_BYTES, BULK_REPORT_MAX_LINES, ReputationService } from '../reputation/service.js';
 import { ROLES, type Role } from '../db/entities.js';
-import { createLogger } from '../http/logging.js';
+import { createLogger } from '../logging.js';
 import { KeyService } from '../keys/keys.js';
 import { Whitelist } from '../reputation/whitelist.js';
 import { blacklistSnapshots } from '../blacklist/snapshots.js';
 import { systemClock } from '../clock.js';
 import { BundleLedger, bundleBalance } from '../relay/ledger.js';
 import { BUNDLES } from '../relay/policy.js';
+import { writeFile } from 'node:fs/promises';
+import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/categories.js';
+import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
+import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
+import { accountCommands } from './accounts.js';
 
 /**
- * The operator's command line: `npm run --silent cli -- <command>`. It connects to the same
- * database as the server (DATABASE_URL, or the embedded one under DATA_DIR).
+ * The operator's command line: `npx trs <command>` (the package's `bin`, compiled), or
+ * `npm run --silent cli -- <command>` from source. It connects to the same database as the
+ * server (DATABASE_URL, or the embedded one under DATA_DIR) and, like the server, migrates it
+ * unless MIGRATE_ON_START=false.
  */
 const program = new Command('trs').description('Threat-Reputation Service administration').showHelpAfterError();
 
@@ -22,11 +37,11 @@ function positiveInt(value: string): number {
   return n;
 }
 
-async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+async function withDatabase<T>(work: (db: Database) => Promise<T>, migrate?: MigrateMode): Promise<T> {
   const config = loadConfig();
   // The CLI's own logs go to stderr so that stdout carries only the command's answer.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr as never);
-  const db = await connectDatabase(config, logger);
+  const db = await connectDatabase(config, logger, { migrate: migrate ?? (config.migrateOnStart ? 'apply' : 'verify') });
   try {
     return await work(db);
   } finally {
@@ -46,15 +61,17 @@ keys
   .addOption(new Option('--role <role>', 'role of the new account').choices(ROLES).default('free'))
   .option('--licences <n>', 'business licences (2-20)', positiveInt)
   .option('--email <email>', 'contact address of the account')
+  .option('--name <name>', 'a name for the key (shown by /verify-key as keyName), e.g. the site it is for')
   .option('--account <id>', 'add the key to this existing account instead', positiveInt)
   .option('--json', 'print one JSON object')
-  .action(async (opts: { role: Role; licences?: number; email?: string; account?: number; json?: boolean }) => {
+  .action(async (opts: { role: Role; licences?: number; email?: string; account?: number; name?: string; json?: boolean }) => {
     const created = await withDatabase((db) =>
       new KeyService(db.orm.em).create({
         role: opts.role,
         licences: opts.licences,
         email: opts.email,
         accountId: opts.account,
+        name: opts.name,
       }),
     );
     print(created, !!opts.json, () =>
@@ -76,7 +93,7 @@ keys
     print(listed, !!opts.json, () =>
       listed
         .map((k) =>
-          [k.keyId, k.prefix + '…', `account ${k.accountId}`, k.role, k.revokedAt ? `revoked ${k.revokedAt}` : 'active'].join('  '),
+          [k.keyId, k.prefix + '…', `account ${k.accountId}`, k.role, k.revokedAt ? `revoked ${k.revokedAt}` : 'active', k.name].join('  ').trimEnd(),
         )
         .join('\n') || 'no keys',
     );
@@ -159,6 +176,105 @@ bundles
     print({ accountId: opts.account, ...balances }, !!opts.json, () => `mail ${balances.mail}, sms ${balances.sms}`);
   });
 
+const categories = program.command('categories').description('the threat-category catalogue: the 30 of the specification, the web set 31-58, your own');
+
+categories
+  .command('list')
+  .description('list every category with its catalogue and whether it is enabled')
+  .option('--json', 'print a JSON array')
+  .action(async (opts: { json?: boolean }) => {
+    const all = await withDatabase((db) => new CategoryService(db.orm.em, systemClock).all());
+    print(all, !!opts.json, () =>
+      all.map((c) => `${String(c.id).padStart(4)}  ${c.enabled ? 'on ' : 'off'}  ${c.catalogue.padEnd(6)}  sev ${String(c.severity_level).padStart(2)}  ${c.name}`).join('\n'),
+    );
+  });
+
+for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
+  categories
+    .command(`${name} <catalogue>`)
+    .description(`${name} a whole catalogue: web (the ReportedIP clients' WordPress and web-application categories 31-58) or custom`)
+    .option('--json', 'print a JSON object')
+    .action(async (catalogue: string, opts: { json?: boolean }) => {
+      if (catalogue !== 'web' && catalogue !== 'custom') throw new InvalidArgumentError('the catalogue is web or custom (core is always on)');
+      const changed = await withDatabase((db) => new CategoryService(db.orm.em, systemClock).setCatalogue(catalogue, enabled));
+      print({ catalogue, enabled, changed }, !!opts.json, () =>
+        `${changed} ${catalogue} categories ${enabled ? 'enabled' : 'disabled'}; every server process uses the change within ${CATALOGUE_TTL_MS / 1000} s`,
+      );
+    });
+}
+
+categories
+  .command('set <id>')
+  .description(`add or change one of your own categories (ids ${CUSTOM_ID_MIN}-${CUSTOM_ID_MAX})`)
+  .requiredOption('--name <name>', 'display name, one line')
+  .requiredOption('--severity <1-10>', 'severity, feeds the score', positiveInt)
+  .option('--description <text>', 'what it covers', '')
+  .option('--json', 'print a JSON object')
+  .action(async (id: string, opts: { name: string; severity: number; description: string; json?: boolean }) => {
+    const entry = await withDatabase((db) =>
+      new CategoryService(db.orm.em, systemClock).upsertCustom({ id: positiveInt(id), name: opts.name, description: opts.description, severity: opts.severity }),
+    );
+    print(entry, !!opts.json, () => `category ${entry.id} (${entry.name}, severity ${entry.severity_level}) is enabled`);
+  });
+
+categories
+  .command('disable-one <id>')
+  .description('switch one of your own categories off (reports that carry it keep it)')
+  .action(async (id: string) => {
+    const done = await withDatabase((db) => new CategoryService(db.orm.em, systemClock).disableCustom(positiveInt(id)));
+    if (!done) process.exitCode = 1;
+    process.stdout.write(done ? `category ${id} disabled\n` : `no enabled operator category ${id}\n`);
+  });
+
+const templates = program.command('templates').description('SMS templates of the relay: {code} and {expiry} are filled in on the server');
+
+templates
+  .command('list')
+  .description('list the templates and their languages')
+  .option('--json', 'print a JSON array')
+  .action(async (opts: { json?: boolean }) => {
+    const rows = await withDatabase((db) => new SmsTemplates(db.pool, systemClock).list());
+    print(rows, !!opts.json, () => rows.map((r) => `${r.code.padEnd(22)} ${r.lang}  ${r.builtin ? '(built in) ' : ''}${r.body}`).join('\n'));
+  });
+
+templates
+  .command('set <code> <lang> <text>')
+  .description('add or replace a template text in a language, e.g. set 2fa_login it "Il tuo codice è {code}. Scade tra {expiry}."')
+  .action(async (code: string, lang: string, text: string) => {
+    await withDatabase((db) => new SmsTemplates(db.pool, systemClock).set(code, lang, text));
+    process.stdout.write(`template ${code} (${lang}) saved; every server process uses it within ${TEMPLATES_TTL_MS / 1000} s\n`);
+  });
+
+templates
+  .command('remove <code> <lang>')
+  .description('remove a template text')
+  .action(async (code: string, lang: string) => {
+    const removed = await withDatabase((db) => new SmsTemplates(db.pool, systemClock).remove(code, lang));
+    if (!removed) process.exitCode = 1;
+    process.stdout.write(removed ? `removed ${code} (${lang})\n` : `no template ${code} (${lang})\n`);
+  });
+
+const rules = program.command('rules').description('signed rule sets for the ReportedIP Hive plugin (served at /api/v2/rules/{name})');
+
+rules
+  .command('keygen')
+  .description('make an Ed25519 signing key: writes the private key (set RULES_SIGNING_KEY_FILE to it) and prints the public key to pin in Hive')
+  .requiredOption('--out <file>', 'where to write the private key (PEM, readable by its owner only)')
+  .action(async (opts: { out: string }) => {
+    const { privateKeyPem, publicKey } = generateSigningKey();
+    await writeFile(opts.out, privateKeyPem, { mode: 0o600, flag: 'wx' });
+    process.stdout.write(`private key written to ${opts.out}\npublic key (pin it in Hive): ${publicKey}\n`);
+  });
+
+rules
+  .command('public-key')
+  .description('print the public key of RULES_SIGNING_KEY_FILE, as a Hive site pins it')
+  .action(async () => {
+    const file = loadConfig().rules.signingKeyFile;
+    if (!file) throw new Error('RULES_SIGNING_KEY_FILE is not set');
+    process.stdout.write(`${publicKeyBase64(await readSigningKey(file))}\n`);
+  });
+
 program
   .command('blacklist')
   .description('the blacklist snapshot')
@@ -166,7 +282,7 @@ program
   .description('score every reported address into a new snapshot now (the server does it every BLACKLIST_INTERVAL_MINUTES)')
   .option('--json', 'print a JSON object')
   .action(async (opts: { json?: boolean }) => {
-    const result = await withDatabase((db) => blacklistSnapshots(db.pool, systemClock).regenerate());
+    const result = await withDatabase((db) => blacklistSnapshots(db.pool, systemClock).regenerate(consoleProgress()));
     print(result, !!opts.json, () =>
       result.changed
         ? `new snapshot ${result.snapshotId}: ${result.entries} addresses`
@@ -178,11 +294,82 @@ program
   .command('db')
   .description('database administration')
   .command('migrate')
-  .description('apply pending migrations (the server also does this on start)')
-  .action(async () => {
-    await withDatabase(async () => undefined);
-    process.stdout.write('database is up to date\n');
+  .description('apply pending migrations, under the same lock as the server (which also does it on start unless MIGRATE_ON_START=false)')
+  .option('--json', 'print a JSON object')
+  .action(async (opts: { json?: boolean }) => {
+    const applied = await withDatabase(async (db) => db.applied, 'apply');
+    print({ applied }, !!opts.json, () =>
+      applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database is up to date',
+    );
   });
+
+/**
+ * Reads a CSV of reports in the format of POST /bulk-report (`ip,categories,comment`, categories
+ * joined by `|`) in chunks of what one request may carry, so each chunk is checked and stored
+ * exactly as the API would, in its own transaction.
+ */
+async function* csvChunks(file: string): AsyncGenerator<{ csv: string; firstLine: number; bytesRead: number }> {
+  let lines: string[] = [];
+  let bytes = 0;
+  let firstLine = 1;
+  let lineNo = 0;
+  let bytesRead = 0;
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    lineNo++;
+    const size = Buffer.byteLength(line, 'utf8') + 1;
+    bytesRead += size;
+    if (lines.length === BULK_REPORT_MAX_LINES || bytes + size > BULK_REPORT_MAX_BYTES) {
+      yield { csv: lines.join('\n'), firstLine, bytesRead: bytesRead - size };
+      lines = [];
+      bytes = 0;
+      firstLine = lineNo;
+    }
+    lines.push(line);
+    bytes += size;
+  }
+  if (lines.length) yield { csv: lines.join('\n'), firstLine, bytesRead };
+}
+
+program
+  .command('reports')
+  .description('reports on behalf of an account')
+  .command('import <file>')
+  .description('import a CSV of reports (ip,categories,comment as in POST /bulk-report) for an account; reports are dated now')
+  .requiredOption('--account <id>', 'the reporting account', positiveInt)
+  .option('--reporter-ip <ip>', 'the address the reports came from (its country feeds the attack map)', '127.0.0.1')
+  .option('--json', 'print a JSON object')
+  .action(async (file: string, opts: { account: number; reporterIp: string; json?: boolean }) => {
+    const config = loadConfig();
+    const progress = consoleProgress();
+    const result = await withDatabase(async (db) => {
+      const { rows } = await db.pool.query<{ role: Role; licences: number }>('select role, licences from accounts where id = $1', [opts.account]);
+      if (!rows[0]) throw new Error(`no account ${opts.account}`);
+      const caller = { keyId: 'cli', keyName: 'cli', accountId: opts.account, role: rows[0].role, licences: rows[0].licences };
+      const geo = await openGeoIp({ ...config.geoip, progress });
+      const reputation = new ReputationService(new ReputationRepository(db.pool), new CategoryService(db.orm.em.fork(), systemClock), geo, systemClock);
+      const step = progress.step(`importing ${file}`, (await stat(file)).size);
+      const totals = { stored: 0, refused: 0, errors: [] as { line: number; input: string; error: string }[] };
+      for await (const chunk of csvChunks(file)) {
+        // Operator imports are not metered: the account's daily report quota stays as it is.
+        const answer = await reputation.bulkReport(caller, opts.reporterIp, chunk.csv, async () => undefined);
+        totals.stored += answer.success_count;
+        totals.refused += answer.error_count;
+        for (const e of answer.errors) if (totals.errors.length < 100) totals.errors.push({ ...e, line: e.line + chunk.firstLine - 1 });
+        step.update(chunk.bytesRead);
+      }
+      step.done({ stored: totals.stored, refused: totals.refused });
+      return totals;
+    });
+    print(result, !!opts.json, () =>
+      [
+        `stored ${result.stored} report(s), refused ${result.refused} line(s)`,
+        ...result.errors.slice(0, 20).map((e) => `  line ${e.line}: ${e.error}: ${e.input}`),
+      ].join('\n'),
+    );
+    if (result.refused) process.exitCode = 1;
+  });
+
+accountCommands(program, withDatabase, print);
 
 program.parseAsync().catch((err: unknown) => {
   process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -1,8 +1,10 @@
+import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { findRunningEmbedded, startEmbedded } from './embedded.js';
-import { migrate, openOrm, type Orm } from './orm.js';
+import { migrate, openOrm, pendingMigrations, type Orm } from './orm.js';
 import { createPool, type Pool } from './pool.js';
+import { incidentLogger } from '../logging.js';
 
 export interface Database {
   orm: Orm;
@@ -10,11 +12,54 @@ export interface Database {
   url: string;
   /** True when this process serves the embedded PostgreSQL. */
   embedded: boolean;
+  /** The migrations this connection applied (none when it only verified or skipped). */
+  applied: string[];
   close(): Promise<void>;
 }
 
 /** Pool size on the embedded database: it runs one query at a time anyway. */
 const EMBEDDED_POOL = 2;
+
+/** PostgreSQL's codes for "database does not exist" and "database already exists". */
+const UNDEFINED_DATABASE = '3D000';
+const DUPLICATE_DATABASE = '42P04';
+
+/**
+ * Creates the database DATABASE_URL names when the server answers that it does not exist, and
+ * logs it: a typo in the name must show in the log, not silently start an empty database.
+ */
+export async function createDatabaseIfMissing(url: string, logger: Logger): Promise<void> {
+  const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  try {
+    await probe.connect();
+    return;
+  } catch (err) {
+    if ((err as { code?: string }).code !== UNDEFINED_DATABASE) throw err;
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  target.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: target.toString(), connectionTimeoutMillis: 5_000 });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${admin.escapeIdentifier(name)}`);
+    logger.info({ database: name }, 'created the database named in DATABASE_URL: it did not exist');
+  } catch (err) {
+    // Another process starting at the same time created it first.
+    if ((err as { code?: string }).code !== DUPLICATE_DATABASE) throw err;
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * What to do about pending migrations: apply them (under the advisory lock), only verify that
+ * none is pending (MIGRATE_ON_START=false: the operator runs `trs db migrate` before a
+ * rollout), or nothing (a process that knows another has migrated).
+ */
+export type MigrateMode = 'apply' | 'verify' | 'skip';
 
 /**
  * Opens the configured PostgreSQL, or the embedded one under DATA_DIR when DATABASE_URL is
@@ -23,11 +68,13 @@ const EMBEDDED_POOL = 2;
 export async function connectDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolMax'>,
   logger: Logger,
-  options: { migrate?: boolean } = {},
+  options: { migrate?: MigrateMode } = {},
 ): Promise<Database> {
   let url = config.databaseUrl;
   let stopEmbedded: (() => Promise<void>) | undefined;
-  if (!url) {
+  if (url) {
+    await createDatabaseIfMissing(url, logger);
+  } else {
     url = await findRunningEmbedded(config.dataDir);
     if (url) {
       logger.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL another local process serves');
@@ -39,11 +86,22 @@ export async function connectDatabase(
     }
   }
   const isEmbedded = !config.databaseUrl;
+  // A database restart breaks every pooled connection at once: one line per incident.
+  const incident = incidentLogger(logger);
   const orm = await openOrm({ url, poolMax: isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, logger });
+  let applied: string[] = [];
   try {
-    if (options.migrate !== false) {
-      const applied = await migrate(orm, url);
+    const mode = options.migrate ?? 'apply';
+    if (mode === 'apply') {
+      applied = await migrate(orm, url);
       if (applied.length) logger.info({ applied }, 'database migrated');
+    } else if (mode === 'verify') {
+      const pending = await pendingMigrations(orm);
+      if (pending.length) {
+        throw new Error(
+          `the database lacks ${pending.length} migration(s) (${pending.join(', ')}): run \`trs db migrate\` first, or set MIGRATE_ON_START=true`,
+        );
+      }
     }
   } catch (err) {
     await orm.close();
@@ -52,12 +110,13 @@ export async function connectDatabase(
   }
   const pool = createPool(url, isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, {
     prepared: !isEmbedded,
-    onError: (err) => logger.warn({ err: err.message }, 'an idle database connection failed; it will be replaced'),
+    onError: (err) => incident('warn', 'db-pool', err, 'an idle database connection failed; it will be replaced'),
   });
   return {
     orm,
     pool,
     url,
+    applied,
     embedded: stopEmbedded !== undefined,
     async close() {
       await pool.end();

@@ -18,17 +18,26 @@ export interface ApiKey {
   account: Account;
   /** The first characters of the key, shown in listings so an operator can recognise it. */
   prefix: string;
+  /** A name the operator or the account gave the key (shown as `keyName` by /verify-key). */
+  name: string;
   /** SHA-256 of the whole key; the key itself is never stored. */
   hash: Buffer;
   createdAt: Date;
   revokedAt: Date | null;
 }
 
+/** `core`: the 30 of the specification; `web`: the field clients' 31-58; `custom`: the operator's. */
+export const CATALOGUES = ['core', 'web', 'custom'] as const;
+export type Catalogue = (typeof CATALOGUES)[number];
+
 export interface ThreatCategory {
   id: number;
   name: string;
   description: string;
   severityLevel: number;
+  catalogue: Catalogue;
+  /** Only enabled categories are listed, taken in reports and accepted as filters. */
+  enabled: boolean;
 }
 
 export const AccountEntity = new EntitySchema<Account>({
@@ -50,6 +59,7 @@ export const ApiKeyEntity = new EntitySchema<ApiKey>({
     id: { type: 'uuid', primary: true },
     account: { kind: 'm:1', entity: () => AccountEntity, fieldName: 'account_id' },
     prefix: { type: 'text' },
+    name: { type: 'text', default: '' },
     hash: { type: 'Buffer', columnType: 'bytea', unique: true },
     createdAt: { type: 'Date', fieldName: 'created_at', defaultRaw: 'now()' },
     revokedAt: { type: 'Date', fieldName: 'revoked_at', nullable: true },
@@ -64,6 +74,8 @@ export const ThreatCategoryEntity = new EntitySchema<ThreatCategory>({
     name: { type: 'text' },
     description: { type: 'text' },
     severityLevel: { type: 'integer', fieldName: 'severity_level' },
+    catalogue: { type: 'text', default: 'custom' },
+    enabled: { type: 'boolean', default: true },
   },
 });
 

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { entities } from './entities.js';
 import { migrationsList } from './migrations/index.js';
+import { incidentLogger } from '../logging.js';
 
 export type Orm = MikroORM;
 
@@ -17,6 +18,7 @@ export interface OrmOptions {
 const MIGRATION_LOCK = 7_260_112_002;
 
 export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
+  const incident = logger ? incidentLogger(logger) : undefined;
   return {
     clientUrl: url,
     entities,
@@ -28,12 +30,14 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
       // A connection that dies while idle (the database restarts) must not end the process:
       // the pool drops it and opens another when one is needed.
       afterCreate: (connection: { on(event: 'error', listener: (err: Error) => void): void }, done: (err: Error | null, c: unknown) => void) => {
-        connection.on('error', (err) => logger?.warn({ err: err.message }, 'an ORM database connection failed'));
+        connection.on('error', (err) => incident?.('warn', 'orm-pool', err, 'an ORM database connection failed'));
         done(null, connection);
       },
     },
     // Connections are short-lived statements; a dead server must fail fast, not hang a request.
     driverOptions: { connection: { connectionTimeoutMillis: 5_000, statement_timeout: 15_000 } },
+    // A missing database is created by connectDatabase, which says so; MikroORM would do it silently.
+    ensureDatabase: false,
     discovery: { warnWhenNoEntities: true },
     debug: false,
     logger: (message) => logger?.debug({ orm: message }),
@@ -62,4 +66,9 @@ export async function migrate(orm: Orm, url: string): Promise<string[]> {
     await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await lock.end();
   }
+}
+
+/** Names of the migrations the database has not had yet. */
+export async function pendingMigrations(orm: Orm): Promise<string[]> {
+  return (await orm.getMigrator().getPendingMigrations()).map((migration) => migration.name);
 }

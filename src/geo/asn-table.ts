@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { silentProgress, type Progress, type Step } from '../progress.js';
 
 /**
  * In-memory IP-to-ASN table built from ip-location-db's `asn-ipv4-num.csv` / `asn-ipv6-num.csv`.
@@ -281,8 +282,10 @@ async function countLines(file: string): Promise<number> {
  * The lines are counted first so that each column is allocated once at its final size: growing
  * them as rows arrive leaves tens of megabytes of freed buffers that the allocator keeps.
  */
-async function readRanges(file: string, width: 1 | 4, orgs: OrgNames): Promise<RangeSet> {
-  const capacity = await countLines(file);
+/** Lines between two progress reports while a range file is read. */
+const PROGRESS_EVERY = 10_000;
+
+async function readRanges(file: string, width: 1 | 4, orgs: OrgNames, capacity: number, step: Step): Promise<RangeSet> {
   const starts = new Uint32Array(capacity * width);
   const ends = new Uint32Array(capacity * width);
   const asns = new Uint32Array(capacity);
@@ -295,6 +298,7 @@ async function readRanges(file: string, width: 1 | 4, orgs: OrgNames): Promise<R
 
   await forEachLine(file, (text, bytes, from, to) => {
     line++;
+    if (line % PROGRESS_EVERY === 0) step.update(line);
     if (from === to) return;
     try {
       const c1 = text.indexOf(',', from);
@@ -332,9 +336,16 @@ async function readRanges(file: string, width: 1 | 4, orgs: OrgNames): Promise<R
 }
 
 /** Builds the table from the IPv4 and IPv6 CSV files. */
-export async function loadAsnTable(ipv4Csv: string, ipv6Csv: string): Promise<AsnTable> {
+export async function loadAsnTable(ipv4Csv: string, ipv6Csv: string, progress: Progress = silentProgress): Promise<AsnTable> {
   const orgs = new OrgNames();
-  const v4 = await readRanges(ipv4Csv, 1, orgs);
-  const v6 = await readRanges(ipv6Csv, 4, orgs);
+  const ranges = async (file: string, width: 1 | 4, name: string) => {
+    const lines = await countLines(file);
+    const step = progress.step(name, lines);
+    const set = await readRanges(file, width, orgs, lines, step);
+    step.done({ file });
+    return set;
+  };
+  const v4 = await ranges(ipv4Csv, 1, 'GeoIP: IPv4 ASN ranges');
+  const v6 = await ranges(ipv6Csv, 4, 'GeoIP: IPv6 ASN ranges');
   return new AsnTable(v4, v6, orgs.names);
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import maxmind, { type Reader, type Response } from 'maxmind';
 import { type PublicAddress, parsePublicAddress } from './address.js';
 import { type AsnRecord, type AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
+import { silentProgress, type Progress } from '../progress.js';
 
 /**
  * GeoIP enrichment: country, ASN and ISP (AS organisation name) of an address, read from local
@@ -32,6 +33,8 @@ export interface GeoIpOptions {
   countryDb?: string;
   /** A MaxMind-format ASN database (GeoLite2-ASN or compatible) replacing the bundled CSVs. */
   asnDb?: string;
+  /** Reports the loading steps (a bar on a terminal, a log line per step otherwise). */
+  progress?: Progress;
 }
 
 /**
@@ -90,10 +93,11 @@ const require = createRequire(import.meta.url);
 let bundledAsn: Promise<AsnTable> | undefined;
 const readers = new Map<string, Promise<Reader<Response>>>();
 
-function bundledAsnTable(): Promise<AsnTable> {
+function bundledAsnTable(progress: Progress): Promise<AsnTable> {
   bundledAsn ??= loadAsnTable(
     require.resolve('@ip-location-db/asn/asn-ipv4-num.csv'),
     require.resolve('@ip-location-db/asn/asn-ipv6-num.csv'),
+    progress,
   ).catch((err: unknown) => {
     bundledAsn = undefined;
     throw new Error(`GeoIP: cannot load the bundled ASN data: ${(err as Error).message}`, { cause: err });
@@ -101,11 +105,15 @@ function bundledAsnTable(): Promise<AsnTable> {
   return bundledAsn;
 }
 
-function openMmdb(file: string, what: string): Promise<Reader<Response>> {
+function openMmdb(file: string, what: string, progress: Progress): Promise<Reader<Response>> {
   const key = path.resolve(file);
   let reader = readers.get(key);
   if (!reader) {
-    reader = maxmind.open<Response>(key).catch((err: unknown) => {
+    const step = progress.step(`GeoIP: ${what} database`);
+    reader = maxmind.open<Response>(key).then((opened) => {
+      step.done({ file: key });
+      return opened;
+    }).catch((err: unknown) => {
       readers.delete(key);
       // Errors without a code come from parsing the file rather than reading it.
       const { code, message } = err as NodeJS.ErrnoException;
@@ -122,16 +130,16 @@ function openMmdb(file: string, what: string): Promise<Reader<Response>> {
  * file if a configured database is missing or is not a MaxMind database.
  */
 export async function openGeoIp(options: GeoIpOptions = {}): Promise<GeoIp> {
-  const asnLookup: Promise<(addr: PublicAddress) => AsnRecord | null> = options.asnDb
-    ? openMmdb(options.asnDb, 'ASN').then((reader) => (addr) => asnOf(mmdbRecord(reader, addr)))
-    : bundledAsnTable().then((table) => (addr) => table.lookup(addr.words));
-  const [countryReader, asnOfAddress] = await Promise.all([
-    openMmdb(
-      options.countryDb ?? require.resolve('@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb'),
-      'country',
-    ),
-    asnLookup,
-  ]);
+  const progress = options.progress ?? silentProgress;
+  // One after the other, so that a terminal shows one bar at a time.
+  const countryReader = await openMmdb(
+    options.countryDb ?? require.resolve('@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb'),
+    'country',
+    progress,
+  );
+  const asnOfAddress: (addr: PublicAddress) => AsnRecord | null = options.asnDb
+    ? await openMmdb(options.asnDb, 'ASN', progress).then((reader) => (addr) => asnOf(mmdbRecord(reader, addr)))
+    : await bundledAsnTable(progress).then((table) => (addr) => table.lookup(addr.words));
 
   return {
     lookup(ip: string): GeoInfo {

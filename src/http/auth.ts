@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
 import { hasFeature, OPERATIONS, type OperationId } from '../keys/roles.js';
+import { siteHost, type KeySites } from '../keys/sites.js';
 import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
 
 declare module 'express-serve-static-core' {
@@ -35,7 +36,7 @@ export function guard(operationId: OperationId, keys: KeyAuthenticator) {
     res.locals.operationId = operationId;
     const key = presentedKey(req);
     if (key === undefined) {
-      if (rule.feature) throw rule.relay ? relayUnauthorized('missing_api_key') : unauthorized();
+      if (rule.feature) throw rule.relay ? relayUnauthorized('missing_api_key') : unauthorized('missing_api_key');
       return next();
     }
     // The relay names a malformed key as missing; other operations say 401 either way.
@@ -47,6 +48,30 @@ export function guard(operationId: OperationId, keys: KeyAuthenticator) {
       throw rule.relay
         ? new ApiError(403, `The ${caller.role} tier is not eligible for the relay.`, { code: 'tier_forbidden' })
         : forbidden();
+    }
+    next();
+  };
+}
+
+/**
+ * The site a keyed request names (`X-Rip-Site`, the ReportedIP plugins' header) is counted for
+ * the key today, and a new site beyond the role's limit is refused with 403
+ * `domain_limit_exceeded`. A header that is not an http(s) URL names no site.
+ */
+export function siteLimit(operationId: OperationId, sites: KeySites) {
+  const counts = OPERATIONS[operationId].countsSite !== false;
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const caller = res.locals.caller;
+    const header = req.headers['x-rip-site'];
+    const site = counts && caller && typeof header === 'string' && header.length <= 2048 ? siteHost(header) : undefined;
+    if (site === undefined) return next();
+    const use = await sites.use(caller!, site);
+    if (!use.allowed) {
+      throw new ApiError(
+        403,
+        `This key has been used from ${use.used} sites today, the most its ${caller!.role} role allows; ${site} was not taken. More sites can be used tomorrow (UTC).`,
+        { code: 'domain_limit_exceeded' },
+      );
     }
     next();
   };

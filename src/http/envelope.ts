@@ -15,8 +15,12 @@ export function sendData<T>(res: Response, data: T, message?: string, code = 200
   res.status(code).json({ meta, data });
 }
 
-export function errorBody(code: number, message: string, errors?: FieldError[], data?: unknown) {
-  const meta: Meta = { success: false, code, message };
+/**
+ * The error envelope: `meta` as the specification has it, and the machine-readable `code` and
+ * the `message` at the top level too, where the ReportedIP clients read them.
+ */
+export function errorBody(status: number, message: string, code: string, errors?: FieldError[], data?: unknown) {
+  const meta: Meta = { success: false, code: status, message };
   if (errors?.length) meta.errors = errors;
-  return { meta, data: data ?? null };
+  return { meta, data: data ?? null, code, message };
 }

@@ -2,8 +2,10 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { OPERATIONS } from '../keys/roles.js';
 import { errorBody } from './envelope.js';
-import { ApiError, type ErrorLocation, type FieldError } from './errors.js';
+import { ApiError, errorCode, type ErrorLocation, type FieldError } from './errors.js';
 import type { Metering } from './metering.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
+import { incidentLogger } from '../logging.js';
 
 interface ValidatorError extends Error {
   status: number;
@@ -48,7 +50,7 @@ function describe(errors: FieldError[]): string {
   if (!first) return 'The request does not match the API description.';
   const where = first.name === '(whole)' || first.name === '(body)' ? 'the request body' : `${PLACE[first.location]} '${first.name}'`;
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''}, listed in meta.errors)` : '';
-  return `Invalid request: ${where} ${first.message}${more}.`;
+  return `Invalid request: ${where} ${first.message.replace(/\.$/, '')}${more}.`;
 }
 
 function validatorFieldErrors(err: ValidatorError): FieldError[] {
@@ -57,18 +59,6 @@ function validatorFieldErrors(err: ValidatorError): FieldError[] {
     const message = e.message.replace(/^must /, 'must ');
     return { location, name, message };
   });
-}
-
-function isDatabaseDown(err: unknown): boolean {
-  const e = err as { code?: string; name?: string; message?: string };
-  return (
-    e?.name === 'KnexTimeoutError' ||
-    e?.code === 'ECONNREFUSED' ||
-    e?.code === 'ECONNRESET' ||
-    e?.code === '57P01' ||
-    e?.code === '57P03' ||
-    /Connection terminated|connect ECONNREFUSED/.test(e?.message ?? '')
-  );
 }
 
 interface Mapped {
@@ -80,7 +70,7 @@ interface Mapped {
   code?: string;
 }
 
-function map(err: unknown, req: Request, logger: Logger): Mapped {
+function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<typeof incidentLogger>): Mapped {
   if (err instanceof ApiError) {
     return { status: err.status, message: err.message, ...err.options };
   }
@@ -95,7 +85,11 @@ function map(err: unknown, req: Request, logger: Logger): Mapped {
       };
     case 'encoding.unsupported':
     case 'charset.unsupported':
-      return { status: 415, message: 'The request body must be UTF-8 encoded JSON.' };
+      return { status: 415, message: 'The request body must be UTF-8 encoded JSON or form data.' };
+    case 'parameters.too.many':
+      return { status: 413, message: 'The form has too many fields.' };
+    case 'querystring.parse.rangeError':
+      return { status: 400, message: 'The form nests fields too deeply.' };
     case 'request.aborted':
       return { status: 400, message: 'The request body was not received completely.' };
   }
@@ -118,7 +112,7 @@ function map(err: unknown, req: Request, logger: Logger): Mapped {
     if (status === 415) {
       return {
         status,
-        message: `The request body must be sent as application/json (got ${req.headers['content-type'] ?? 'none'}).`,
+        message: `The request body must be sent as application/json or application/x-www-form-urlencoded (got ${req.headers['content-type'] ?? 'none'}).`,
       };
     }
     if (status === 400) {
@@ -132,8 +126,8 @@ function map(err: unknown, req: Request, logger: Logger): Mapped {
     }
     return { status, message: validatorError.message };
   }
-  if (isDatabaseDown(err)) {
-    logger.error({ err }, 'database unavailable');
+  if (isDatabaseUnavailable(err)) {
+    incident('error', 'http', err, 'database unavailable: answering 503');
     return { status: 503, message: 'The database is unavailable. Try again shortly.', headers: { 'Retry-After': '5' } };
   }
   logger.error({ err }, 'unexpected error');
@@ -142,21 +136,12 @@ function map(err: unknown, req: Request, logger: Logger): Mapped {
 
 const RELAY_PATH = /^\/api\/v2\/relay-(mail|sms|quota)$/;
 
-const RELAY_CODES: Record<number, string> = {
-  400: 'invalid_request',
-  401: 'missing_api_key',
-  403: 'tier_forbidden',
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  422: 'invalid_request',
-  501: 'not_implemented',
-  503: 'service_unavailable',
-};
-
 /** The one place errors become responses: the envelope, or the relay's `{ok, code, message}`. */
 export function errorHandler(logger: Logger, metering: Metering) {
+  // A database outage fails every request at once: one log line per incident, not per request.
+  const incident = incidentLogger(logger);
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const mapped = map(err, req, req.log ?? logger);
+    const mapped = map(err, req, req.log ?? logger, incident);
     if (res.headersSent) {
       res.destroy();
       return;
@@ -168,15 +153,11 @@ export function errorHandler(logger: Logger, metering: Metering) {
     const relay = operationId !== undefined ? OPERATIONS[operationId as keyof typeof OPERATIONS]?.relay : RELAY_PATH.test(req.path);
     res.status(mapped.status);
     if (relay) {
-      const body: Record<string, unknown> = {
-        ok: false,
-        code: mapped.code ?? RELAY_CODES[mapped.status] ?? 'internal_error',
-        message: mapped.message,
-      };
+      const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message: mapped.message };
       if (mapped.errors?.length) body.errors = mapped.errors;
       res.json(body);
       return;
     }
-    res.json(errorBody(mapped.status, mapped.message, mapped.errors, mapped.data));
+    res.json(errorBody(mapped.status, mapped.message, errorCode(mapped.status, mapped.code), mapped.errors, mapped.data));
   };
 }

@@ -19,7 +19,7 @@ export class ApiError extends Error {
       errors?: FieldError[];
       data?: Record<string, unknown>;
       headers?: Record<string, string>;
-      /** The relay error code (relay operations only). */
+      /** The machine-readable error code; without one, the status's default (ERROR_CODES). */
       code?: string;
     } = {},
   ) {
@@ -34,12 +34,45 @@ export const MESSAGES = {
   429: 'Rate limit exceeded. Try again later.',
 } as const;
 
-export const unauthorized = () => new ApiError(401, MESSAGES[401]);
-export const forbidden = () => new ApiError(403, MESSAGES[403]);
+/** The code of an error answer by status, unless the error names its own. */
+export const ERROR_CODES: Readonly<Record<number, string>> = {
+  400: 'invalid_request',
+  401: 'invalid_api_key',
+  403: 'tier_forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'rate_limited',
+  501: 'not_implemented',
+  503: 'service_unavailable',
+};
+
+export function errorCode(status: number, code?: string): string {
+  return code ?? (Object.hasOwn(ERROR_CODES, status) ? ERROR_CODES[status]! : 'internal_error');
+}
+
+export const unauthorized = (code: 'missing_api_key' | 'invalid_api_key' = 'invalid_api_key') => new ApiError(401, MESSAGES[401], { code });
+export const forbidden = () => new ApiError(403, MESSAGES[403], { code: 'tier_forbidden' });
 export const rateLimited = (retryAfter: number) =>
   new ApiError(429, MESSAGES[429], {
     data: { retryAfter },
     headers: { 'Retry-After': String(retryAfter) },
   });
-export const unprocessable = (message: string, errors?: FieldError[]) =>
-  new ApiError(422, message, { errors });
+export const unprocessable = (message: string, errors?: FieldError[], code?: string) =>
+  new ApiError(422, message, { errors, code });
+
+/**
+ * Defence in depth: a service checks the bounds the document states for what it is given,
+ * so that no route around the validator can hand it more (400, as the validator would say).
+ */
+export function within(location: ErrorLocation, name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const message = `must be an integer from ${min} to ${max}`;
+    throw new ApiError(400, `Invalid request: ${location === 'body' ? 'body field' : `${location} parameter`} '${name}' ${message}.`, {
+      errors: [{ location, name, message }],
+    });
+  }
+  return value;
+}

@@ -1,25 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import pino, { type Logger } from 'pino';
-
-/** Replaces the value of every `key` query parameter: API keys never reach a log line. */
-export function redactUrl(url: string | undefined): string | undefined {
-  if (!url) return url;
-  const q = url.indexOf('?');
-  if (q < 0) return url;
-  return url.slice(0, q) + url.slice(q).replace(/([?&]key=)[^&#]*/gi, '$1[redacted]');
-}
-
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino(
-    {
-      level,
-      // Belt and braces: whatever else gets logged, a key header never prints.
-      redact: { paths: ['req.headers["x-key"]', 'headers["x-key"]', 'key', '*.key'], censor: '[redacted]' },
-    },
-    destination,
-  );
-}
+import type { Logger } from 'pino';
+import { redactUrl } from '../logging.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -53,7 +35,7 @@ export function requestLogger(logger: Logger) {
       logger[level](
         {
           reqId: id,
-          req: { method: req.method, url: redactUrl(req.url), remoteAddress: req.socket.remoteAddress },
+          req: { method: req.method, url: redactUrl((req as { originalUrl?: string }).originalUrl ?? req.url), remoteAddress: req.socket.remoteAddress },
           res: { statusCode: res.statusCode },
           responseTime: Math.round(performance.now() - started),
         },

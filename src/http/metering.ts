@@ -66,19 +66,15 @@ export class Metering {
   }
 
   /**
-   * Charges the counter, or throws 429 leaving it unchanged. A request answered with a server
-   * error (5xx) after its charge gets the charge back: only answered work is counted.
+   * Charges the counter, or throws 429 leaving it unchanged. A request the server then fails
+   * to answer (5xx) may get the charge back: the fault budget decides (http/fault-budget.ts).
    */
   private async charge(req: Request, res: Response, counter: 'check' | 'report' | 'public', units: number, db?: Queryable) {
     const result = await this.meter.charge(subjectOf(req, res), counter, units, db);
     setRateLimitHeaders(res, result, this.clock);
     if (!result.allowed) throw this.refuse(counter, result.resetAt);
     if (db) return; // the transaction's rollback takes it back
-    res.once('finish', () => {
-      if (res.statusCode >= 500) {
-        this.meter.refund(result, units).catch((err: unknown) => req.log?.error({ err }, 'quota refund failed'));
-      }
-    });
+    res.locals.refund = () => this.meter.refund(result, units);
   }
 
   /** Charges or reports the counter of one operation, as the table in keys/roles.ts says. */

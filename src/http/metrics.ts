@@ -74,10 +74,21 @@ export class Metrics {
     };
   }
 
-  /** GET /metrics; with METRICS_TOKEN set, only for `Authorization: Bearer <token>`. */
+  /**
+   * GET /metrics: with METRICS_TOKEN set, only for `Authorization: Bearer <token>`; without it,
+   * only for a caller on loopback that came through no proxy (a proxied request, even from a
+   * proxy on loopback, carries a forwarding header and is refused), so the metrics are never
+   * public by accident.
+   */
   handler(token: string | undefined) {
     return async (req: Request, res: Response) => {
-      if (token) {
+      if (!token) {
+        const proxied = req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined;
+        if (proxied || !isLoopback(req.ip ?? req.socket.remoteAddress ?? '')) {
+          res.status(403).type('text/plain').send('metrics are served to loopback only; set METRICS_TOKEN to read them from elsewhere\n');
+          return;
+        }
+      } else {
         const given = Buffer.from(req.headers.authorization ?? '');
         const expected = Buffer.from(`Bearer ${token}`);
         if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
@@ -88,4 +99,8 @@ export class Metrics {
       res.type(this.registry.contentType).send(await this.registry.metrics());
     };
   }
+}
+
+function isLoopback(address: string): boolean {
+  return /^(127\.|::ffff:127\.)/.test(address) || address === '::1';
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
 import type { Clock } from '../clock.js';
-import { withClient, type Pool } from '../db/pool.js';
+import { incidentLogger } from '../logging.js';
 
 /** Any stable number: the advisory lock that lets one process regenerate at a time. */
 const REGENERATION_LOCK = 7_260_112_005;
@@ -9,14 +9,15 @@ const REGENERATION_LOCK = 7_260_112_005;
 /**
  * Regenerates the blacklist every `intervalMs`, exactly once across all server processes:
  * each process wakes up at most every minute, and the one that takes the advisory lock
- * regenerates when the newest snapshot was last generated or checked an interval ago.
+ * regenerates when the newest snapshot was last generated or checked an interval ago. The
+ * lock is transaction-scoped, taken inside the regeneration's own transaction, so it holds
+ * behind a transaction-mode pooler too.
  */
 export class BlacklistJob {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
 
   constructor(
-    private readonly pool: Pool,
     private readonly snapshots: BlacklistSnapshots,
     private readonly clock: Clock,
     private readonly intervalMs: number,
@@ -24,9 +25,12 @@ export class BlacklistJob {
   ) {}
 
   start(): void {
+    // During a database outage every tick fails the same way: one line per incident. The next
+    // tick after the database is back regenerates by itself.
+    const incident = incidentLogger(this.logger, 5 * 60_000);
     const tick = () => {
       this.running ??= this.runIfDue()
-        .catch((err: unknown) => this.logger.error({ err }, 'blacklist regeneration failed'))
+        .catch((err: unknown) => incident('error', 'blacklist-job', err, 'blacklist regeneration failed; the next tick tries again'))
         .finally(() => (this.running = undefined));
     };
     tick();
@@ -41,22 +45,15 @@ export class BlacklistJob {
 
   /** Regenerates when due and this process holds the lock; returns whether it did. */
   async runIfDue(): Promise<boolean> {
-    return withClient(this.pool, async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [REGENERATION_LOCK]);
+    const started = Date.now();
+    const result = await this.snapshots.regenerateIf(async (client) => {
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
       if (!rows[0]!.locked) return false;
-      try {
-        const { rows: last } = await client.query<{ checked_at: Date }>(
-          'select checked_at from blacklist_snapshots order by id desc limit 1',
-        );
-        const due = !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= this.intervalMs;
-        if (!due) return false;
-        const started = Date.now();
-        const result = await this.snapshots.regenerate();
-        this.logger.info({ ...result, ms: Date.now() - started }, 'blacklist regenerated');
-        return true;
-      } finally {
-        await client.query('select pg_advisory_unlock($1)', [REGENERATION_LOCK]).catch(() => undefined);
-      }
+      const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
+      return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= this.intervalMs;
     });
+    if (!result) return false;
+    this.logger.info({ ...result, ms: Date.now() - started }, 'blacklist regenerated');
+    return true;
   }
 }

@@ -1,22 +1,49 @@
 import { sendData } from '../http/envelope.js';
 import type { DataOf, Handlers } from '../http/types.js';
-import { dailyLimit, permissionsOf } from './roles.js';
-import type { UsageReader } from './usage.js';
+import type { Clock } from '../clock.js';
+import { dailyLimit, hasFeature, permissionsOf } from './roles.js';
+import type { KeySites } from './sites.js';
+import { nextUtcMidnight, type UsageReader } from './usage.js';
 
-export function keyHandlers(usage: UsageReader): Handlers {
+/** What is left of a daily limit; -1 stays unlimited. */
+const remaining = (limit: number, used: number) => (limit < 0 ? -1 : Math.max(0, limit - used));
+
+export function keyHandlers(usage: UsageReader, sites: KeySites, clock: Clock): Handlers {
   return {
     async verifyKey(_req, res) {
       const caller = res.locals.caller!;
-      const today = await usage.today(caller);
+      const [today, domains] = await Promise.all([usage.today(caller), sites.today(caller)]);
+      const checksPerDay = dailyLimit(caller.role, caller.licences, 'check');
+      const reportsPerDay = dailyLimit(caller.role, caller.licences, 'report');
       const data: DataOf<'verifyKey'> = {
         valid: true,
         role: caller.role,
         permissions: permissionsOf(caller.role),
-        rateLimits: {
-          checksPerDay: dailyLimit(caller.role, caller.licences, 'check'),
-          reportsPerDay: dailyLimit(caller.role, caller.licences, 'report'),
-        },
+        rateLimits: { checksPerDay, reportsPerDay },
         usage: { checksToday: today.check, reportsToday: today.report },
+        // The same facts in the form the ReportedIP clients read them.
+        keyName: caller.keyName,
+        userRole: `reportedip_${caller.role}`,
+        isHoneypotKey: caller.role === 'honeypot',
+        limits: {
+          dailyApiLimit: checksPerDay,
+          remainingApiCalls: remaining(checksPerDay, today.check),
+          dailyReportLimit: reportsPerDay,
+          remainingReports: remaining(reportsPerDay, today.report),
+          dailyReportUsage: today.report,
+          resetTime: nextUtcMidnight(clock.now()).toISOString(),
+        },
+        domains: {
+          used: domains.used,
+          limit: domains.limit,
+          status: domains.limit >= 0 && domains.used >= domains.limit ? 'over_limit' : 'ok',
+        },
+        features: {
+          canCheck: hasFeature(caller.role, 'check'),
+          canReport: hasFeature(caller.role, 'report'),
+          canBulkCheck: hasFeature(caller.role, 'bulk_check'),
+          hasWhiteLabel: caller.role === 'business' || caller.role === 'enterprise',
+        },
       };
       sendData(res, data);
     },

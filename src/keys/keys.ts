@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
 import { AccountEntity, ApiKeyEntity, type Role } from '../db/entities.js';
+import { AUDIT_INSERT, auditValues, type Actor } from '../account/audit.js';
 
 /**
  * API keys: `trs_` followed by 32 random bytes in base64url (256 bits of entropy). Only the
@@ -23,6 +24,8 @@ export function looksLikeKey(key: string): boolean {
 
 export interface Caller {
   keyId: string;
+  /** The key's name (empty when it has none). */
+  keyName: string;
   accountId: number;
   role: Role;
   licences: number;
@@ -33,6 +36,7 @@ export interface CreatedKey {
   keyId: string;
   key: string;
   prefix: string;
+  name: string;
   role: Role;
   licences: number;
   email: string | null;
@@ -41,6 +45,7 @@ export interface CreatedKey {
 export interface KeyListing {
   keyId: string;
   prefix: string;
+  name: string;
   accountId: number;
   role: Role;
   licences: number;
@@ -66,7 +71,17 @@ export class KeyService {
   constructor(private readonly em: EntityManager) {}
 
   /** Creates an account with one key, or a further key for an existing account. */
-  async create(input: { role: Role; licences?: number; email?: string; accountId?: number }): Promise<CreatedKey> {
+  /** `audit`: who made the key, for the account's audit trail (the CLI unless said otherwise). */
+  async create(input: {
+    role: Role;
+    licences?: number;
+    email?: string;
+    accountId?: number;
+    name?: string;
+    audit?: { actor: Actor; ip?: string; at?: Date };
+  }): Promise<CreatedKey> {
+    const name = (input.name ?? '').trim();
+    if (name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw new KeyError('a key name is at most 100 characters on one line');
     const em = this.em.fork();
     return em.transactional(async (tx) => {
       const account = input.accountId
@@ -84,16 +99,25 @@ export class KeyService {
         id: randomUUID(),
         account,
         prefix: key.slice(0, SHOWN_PREFIX_LENGTH),
+        name,
         hash: hashKey(key),
         createdAt: new Date(),
         revokedAt: null,
       });
       await tx.flush();
+      await tx.execute(AUDIT_INSERT, auditValues({
+        accountId: account.id,
+        kind: 'key_created',
+        actor: input.audit?.actor ?? 'cli',
+        ip: input.audit?.ip,
+        detail: { key_id: apiKey.id, prefix: apiKey.prefix, name: apiKey.name },
+      }, input.audit?.at ?? new Date()), 'run');
       return {
         accountId: account.id,
         keyId: apiKey.id,
         key,
         prefix: apiKey.prefix,
+        name: apiKey.name,
         role: account.role,
         licences: account.licences,
         email: account.email,
@@ -106,6 +130,7 @@ export class KeyService {
     return keys.map((k) => ({
       keyId: k.id,
       prefix: k.prefix,
+      name: k.name,
       accountId: k.account.id,
       role: k.account.role,
       licences: k.account.licences,
@@ -115,13 +140,29 @@ export class KeyService {
     }));
   }
 
-  /** Marks a key revoked; returns false when there is no such key or it was revoked already. */
-  async revoke(keyId: string, at: Date): Promise<boolean> {
-    if (!/^[0-9a-f-]{36}$/i.test(keyId)) return false;
-    const changed = await this.em
-      .fork()
-      .nativeUpdate(ApiKeyEntity, { id: keyId, revokedAt: null }, { revokedAt: at });
-    return changed > 0;
+  /**
+   * Marks a key revoked; returns false when there is no such key (of `accountId`, when given)
+   * or it was revoked already.
+   */
+  async revoke(keyId: string, at: Date, options: { accountId?: number; actor?: Actor; ip?: string } = {}): Promise<boolean> {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(keyId)) return false;
+    return this.em.fork().transactional(async (tx) => {
+      const rows = await tx.execute<{ account_id: number; prefix: string; name: string }[]>(
+        `update api_keys set revoked_at = ? where id = ? and revoked_at is null and (?::int is null or account_id = ?)
+         returning account_id, prefix, name`,
+        [at, keyId, options.accountId ?? null, options.accountId ?? null],
+      );
+      const row = rows[0];
+      if (!row) return false;
+      await tx.execute(AUDIT_INSERT, auditValues({
+        accountId: row.account_id,
+        kind: 'key_revoked',
+        actor: options.actor ?? 'cli',
+        ip: options.ip,
+        detail: { key_id: keyId, prefix: row.prefix, name: row.name },
+      }, at), 'run');
+      return true;
+    });
   }
 
 }
@@ -142,10 +183,18 @@ export class KeyAuthenticator {
     private readonly db: Queryable,
     private readonly cacheMs = 0,
     private readonly clock: Clock = systemClock,
+    /** Told of every successful authentication (the dashboard's "last used", account/last-used.ts). */
+    private readonly onUse?: (keyId: string) => void,
   ) {}
 
   /** The caller a key belongs to, or undefined for a malformed, unknown or revoked key. */
   async authenticate(key: string): Promise<Caller | undefined> {
+    const caller = await this.find(key);
+    if (caller) this.onUse?.(caller.keyId);
+    return caller;
+  }
+
+  private async find(key: string): Promise<Caller | undefined> {
     if (!looksLikeKey(key)) return undefined;
     if (this.cacheMs <= 0) return this.lookup(hashKey(key));
     const hash = hashKey(key);
@@ -161,15 +210,15 @@ export class KeyAuthenticator {
   }
 
   private async lookup(hash: Buffer): Promise<Caller | undefined> {
-    const { rows } = await this.db.query<{ key_id: string; hash: Buffer; account_id: number; role: Role; licences: number }>({
+    const { rows } = await this.db.query<{ key_id: string; name: string; hash: Buffer; account_id: number; role: Role; licences: number }>({
       name: 'authenticate-key',
-      text: `select k.id as key_id, k.hash, a.id as account_id, a.role, a.licences
+      text: `select k.id as key_id, k.name, k.hash, a.id as account_id, a.role, a.licences
                from api_keys k join accounts a on a.id = k.account_id
               where k.hash = $1 and k.revoked_at is null`,
       values: [hash],
     });
     const row = rows[0];
     if (!row || !timingSafeEqual(row.hash, hash)) return undefined;
-    return { keyId: row.key_id, accountId: row.account_id, role: row.role, licences: row.licences };
+    return { keyId: row.key_id, keyName: row.name, accountId: row.account_id, role: row.role, licences: row.licences };
   }
 }

@@ -16,7 +16,8 @@ export type Feature =
   | 'trends'
   | 'reports_detail'
   | 'bulk_report'
-  | 'relay';
+  | 'relay'
+  | 'feedback';
 
 /** The daily counters. `public` is the per-source-IP allowance of callers without a key. */
 export type Counter = 'check' | 'report' | 'public';
@@ -36,6 +37,12 @@ export interface OperationRule {
   chargedByHandler?: boolean;
   /** Relay operations answer without the envelope, with relay error codes. */
   relay?: boolean;
+  /**
+   * Whether the site a keyed request names (`X-Rip-Site`) is counted and bounded here (the
+   * default for keyed envelope operations). /verify-key never refuses for it, so that a client
+   * can read its `domains`; the relay bounds the `site_url` of its sends itself.
+   */
+  countsSite?: boolean;
 }
 
 const publicCharged: OperationRule = { chargeWithKey: 'check', chargeWithoutKey: 'public' };
@@ -50,16 +57,20 @@ export const OPERATIONS: Record<OperationId, OperationRule> = {
   listBlacklistCategories: {},
   getBlacklistStats: {},
   checkIp: { feature: 'check', chargeWithKey: 'check' },
+  submitWhitelistFeedback: { feature: 'feedback', chargeWithKey: 'report', chargedByHandler: true },
+  getNotificationConfig: { feature: 'verify' },
+  saveNotificationConfig: { feature: 'verify' },
+  getRuleset: { feature: 'verify' },
   reportIp: { feature: 'report', chargeWithKey: 'report', chargedByHandler: true },
-  verifyKey: { feature: 'verify' },
+  verifyKey: { feature: 'verify', countsSite: false },
   getBlacklist: { feature: 'blacklist' },
   listReports: { feature: 'reports_detail' },
   getTrends: { feature: 'trends' },
   bulkCheckIps: { feature: 'bulk_check', chargeWithKey: 'check', chargedByHandler: true },
   bulkReportIps: { feature: 'bulk_report', chargeWithKey: 'report', chargedByHandler: true },
-  getRelayQuota: { feature: 'relay', relay: true },
-  sendRelayMail: { feature: 'relay', relay: true },
-  sendRelaySms: { feature: 'relay', relay: true },
+  getRelayQuota: { feature: 'relay', relay: true, countsSite: false },
+  sendRelayMail: { feature: 'relay', relay: true, countsSite: false },
+  sendRelaySms: { feature: 'relay', relay: true, countsSite: false },
   getBlacklistDetailed: { feature: 'blacklist' },
   getBlacklistCombined: { feature: 'blacklist' },
   exportBlacklistGit: { feature: 'blacklist' },
@@ -70,23 +81,27 @@ export interface RolePolicy {
   /** Per UTC day and per licence; null is unlimited. */
   checksPerDay: number | null;
   reportsPerDay: number | null;
+  /** Distinct sites (`site_url` host names) one key may be used for per UTC day, per licence; null is unlimited. */
+  sitesPerDay: number | null;
 }
 
 const base: Feature[] = ['check', 'report', 'verify'];
-const contributor: Feature[] = [...base, 'blacklist'];
+const contributor: Feature[] = [...base, 'blacklist', 'feedback'];
 const professional: Feature[] = [...contributor, 'bulk_check', 'trends', 'reports_detail', 'relay'];
 
 export const ROLE_POLICIES: Record<Role, RolePolicy> = {
-  free: { features: new Set(base), checksPerDay: 1_000, reportsPerDay: 50 },
-  contributor: { features: new Set(contributor), checksPerDay: 5_000, reportsPerDay: 200 },
-  professional: { features: new Set(professional), checksPerDay: 25_000, reportsPerDay: 1_000 },
-  business: { features: new Set(professional), checksPerDay: 100_000, reportsPerDay: 5_000 },
-  enterprise: { features: new Set([...professional, 'bulk_report']), checksPerDay: null, reportsPerDay: null },
-  // Automated reporters: everything an enterprise key reads and reports, but no relay.
+  free: { features: new Set(base), checksPerDay: 1_000, reportsPerDay: 50, sitesPerDay: 1 },
+  contributor: { features: new Set(contributor), checksPerDay: 5_000, reportsPerDay: 200, sitesPerDay: 3 },
+  professional: { features: new Set(professional), checksPerDay: 25_000, reportsPerDay: 1_000, sitesPerDay: 10 },
+  business: { features: new Set(professional), checksPerDay: 100_000, reportsPerDay: 5_000, sitesPerDay: 25 },
+  enterprise: { features: new Set([...professional, 'bulk_report']), checksPerDay: null, reportsPerDay: null, sitesPerDay: null },
+  // Automated reporters: everything an enterprise key reads and reports, but no relay and no
+  // positive feedback (a machine never unblocks an address a person looked at).
   honeypot: {
-    features: new Set([...contributor, 'bulk_check', 'trends', 'reports_detail', 'bulk_report']),
+    features: new Set([...base, 'blacklist', 'bulk_check', 'trends', 'reports_detail', 'bulk_report']),
     checksPerDay: null,
     reportsPerDay: null,
+    sitesPerDay: null,
   },
 };
 
@@ -97,6 +112,12 @@ export const PUBLIC_DAILY_LIMIT = 100;
 export function dailyLimit(role: Role, licences: number, counter: Exclude<Counter, 'public'>): number {
   const policy = ROLE_POLICIES[role];
   const perLicence = counter === 'check' ? policy.checksPerDay : policy.reportsPerDay;
+  return perLicence === null ? -1 : perLicence * (role === 'business' ? licences : 1);
+}
+
+/** Distinct sites a key may be used for per UTC day; -1 means unlimited. */
+export function sitesPerDay(role: Role, licences: number): number {
+  const perLicence = ROLE_POLICIES[role].sitesPerDay;
   return perLicence === null ? -1 : perLicence * (role === 'business' ? licences : 1);
 }
 

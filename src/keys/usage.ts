@@ -18,8 +18,8 @@ export interface CounterState {
 
 export interface ChargeResult extends CounterState {
   allowed: boolean;
-  /** The counter row charged, for a refund. */
-  subject: string;
+  /** The counter rows charged, for a refund. */
+  subject: string[];
   day: string;
 }
 
@@ -34,31 +34,38 @@ function utcDay(now: Date): string {
   return now.toISOString().slice(0, 10);
 }
 
+/** The parsed source address: IPv4-mapped IPv6 counts as its IPv4 address. */
+function sourceAddress(sourceIp: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (!ipaddr.isValid(sourceIp)) return undefined;
+  const addr = ipaddr.parse(sourceIp);
+  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr;
+}
+
+function v6Prefix(addr: ipaddr.IPv6, bits: number): string {
+  const bytes = addr.toByteArray().map((b, i) => (i * 8 >= bits ? 0 : i * 8 + 8 <= bits ? b : b & (0xff << (8 - (bits - i * 8)))));
+  return `${ipaddr.fromByteArray(bytes).toString()}/${bits}`;
+}
+
 /**
  * The public allowance belongs to a source address: IPv4-mapped IPv6 counts as its IPv4
  * address, and IPv6 counts per /64 (one customer allocation), so rotating addresses inside it
  * gains nothing.
  */
 export function publicSubjectOf(sourceIp: string): string {
-  if (!ipaddr.isValid(sourceIp)) return `ip:${sourceIp}`;
-  let addr = ipaddr.parse(sourceIp);
-  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
-    addr = (addr as ipaddr.IPv6).toIPv4Address();
-  }
-  if (addr.kind() === 'ipv4') return `ip:${addr.toString()}`;
-  const parts = (addr as ipaddr.IPv6).parts.slice(0, 4);
-  const prefix = new ipaddr.IPv6([...parts, 0, 0, 0, 0]);
-  return `ip:${prefix.toNormalizedString() === '0:0:0:0:0:0:0:0' ? '::' : prefix.toString()}/64`;
+  const addr = sourceAddress(sourceIp);
+  if (!addr) return `ip:${sourceIp}`;
+  return addr.kind() === 'ipv4' ? `ip:${addr.toString()}` : `ip:${v6Prefix(addr as ipaddr.IPv6, 64)}`;
 }
 
-function keyOf(subject: Subject, counter: Counter): { name: string; limit: number } {
-  if ('caller' in subject) {
-    if (counter === 'public') throw new Error('a key is never charged the public allowance');
-    const { role, licences, accountId } = subject.caller;
-    return { name: `a:${accountId}`, limit: dailyLimit(role, licences, counter) };
-  }
-  return { name: publicSubjectOf(subject.sourceIp), limit: PUBLIC_DAILY_LIMIT };
+/** The public limits: per source address (/64), and in aggregate per wider IPv6 prefix. */
+export interface PublicLimits {
+  perAddress: number;
+  /** Prefix length of the aggregate (e.g. 48: one site's allocation holds 65,536 /64s). */
+  v6AggregatePrefix: number;
+  v6AggregateLimit: number;
 }
+
+export const DEFAULT_PUBLIC_LIMITS: PublicLimits = { perAddress: PUBLIC_DAILY_LIMIT, v6AggregatePrefix: 48, v6AggregateLimit: 1_000 };
 
 export interface UsageReader {
   /** Today's usage of an account's check and report counters. */
@@ -75,14 +82,46 @@ export class Meter implements UsageReader {
   constructor(
     private readonly db: Queryable,
     private readonly clock: Clock,
+    private readonly publicLimits: PublicLimits = DEFAULT_PUBLIC_LIMITS,
   ) {}
+
+  /**
+   * The counters one charge goes to, the one its headers describe first: an account's, or a
+   * public source address's and, for IPv6, the aggregate of its wider prefix.
+   */
+  private countersOf(subject: Subject, counter: Counter): { name: string; limit: number }[] {
+    if ('caller' in subject) {
+      if (counter === 'public') throw new Error('a key is never charged the public allowance');
+      const { role, licences, accountId } = subject.caller;
+      return [{ name: `a:${accountId}`, limit: dailyLimit(role, licences, counter) }];
+    }
+    const main = { name: publicSubjectOf(subject.sourceIp), limit: this.publicLimits.perAddress };
+    const addr = sourceAddress(subject.sourceIp);
+    if (addr?.kind() !== 'ipv6' || this.publicLimits.v6AggregatePrefix >= 64) return [main];
+    const net = `net:${v6Prefix(addr as ipaddr.IPv6, this.publicLimits.v6AggregatePrefix)}`;
+    return [main, { name: net, limit: this.publicLimits.v6AggregateLimit }];
+  }
 
   /** `db`: a transaction to charge in, so that the charge rolls back with the work it pays for. */
   async charge(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
     const now = this.clock.now();
-    const { name, limit } = keyOf(subject, counter);
+    const [main, ...wider] = this.countersOf(subject, counter);
+    const { name, limit } = main!;
     const ceiling = limit < 0 ? UNLIMITED : limit;
     const day = utcDay(now);
+    const resetAt = nextUtcMidnight(now);
+    if (wider.length) {
+      // All the counters or none, in one statement (the function of the SecurityScopes migration).
+      const all = [main!, ...wider];
+      const { rows } = await db.query<{ used: number[] | null }>({
+        name: 'charge-counters',
+        text: 'select charge_counters($1::text[], $2, $3::date, $4::int, $5::int[]) as used',
+        values: [all.map((c) => c.name), counter, day, units, all.map((c) => (c.limit < 0 ? UNLIMITED : c.limit))],
+      });
+      const used = rows[0]?.used;
+      if (used) return { allowed: true, counter, limit, used: used[0]!, resetAt, subject: all.map((c) => c.name), day };
+      return { allowed: false, counter, limit, used: await this.read(name, counter, day, db), resetAt, subject: all.map((c) => c.name), day };
+    }
     const { rows } = await db.query<{ used: number }>({
       name: 'charge-counter',
       text: `insert into usage_counters (subject, counter, day, used)
@@ -93,10 +132,9 @@ export class Meter implements UsageReader {
              returning used`,
       values: [name, counter, day, units, ceiling],
     });
-    const resetAt = nextUtcMidnight(now);
-    if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt, subject: name, day };
+    if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt, subject: [name], day };
     const used = await this.read(name, counter, day, db);
-    return { allowed: false, counter, limit, used, resetAt, subject: name, day };
+    return { allowed: false, counter, limit, used, resetAt, subject: [name], day };
   }
 
   /** Gives back a charge whose request then failed on the server's side (5xx). */
@@ -104,15 +142,32 @@ export class Meter implements UsageReader {
     await this.db.query({
       name: 'refund-counter',
       text: `update usage_counters set used = greatest(0, used - $4)
-              where subject = $1 and counter = $2 and day = $3::date`,
+              where subject = any($1::text[]) and counter = $2 and day = $3::date`,
       values: [charge.subject, charge.counter, charge.day, units],
     });
+  }
+
+  /**
+   * Counts a server error met by a caller (its account, and its source address), and returns
+   * the highest of their counts today: callers past their budget get no refunds and no more
+   * service today (see http/fault-budget.ts).
+   */
+  async recordFault(subjects: string[]): Promise<number> {
+    const { rows } = await this.db.query<{ used: number }>({
+      name: 'record-fault',
+      text: `insert into usage_counters (subject, counter, day, used)
+             select unnest($1::text[]), 'faults', $2::date, 1
+             on conflict (subject, counter, day) do update set used = usage_counters.used + 1
+             returning used`,
+      values: [subjects, utcDay(this.clock.now())],
+    });
+    return Math.max(0, ...rows.map((r) => r.used));
   }
 
   /** The state of a counter without charging it (for the headers of uncharged operations). */
   async peek(subject: Subject, counter: Counter): Promise<CounterState> {
     const now = this.clock.now();
-    const { name, limit } = keyOf(subject, counter);
+    const { name, limit } = this.countersOf(subject, counter)[0]!;
     return { counter, limit, used: await this.read(name, counter, utcDay(now)), resetAt: nextUtcMidnight(now) };
   }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import { BUNDLES, RELAY_TIERS, type Channel } from './policy.js';
+import { BUNDLES, bundleOf, RELAY_TIERS, type Channel } from './policy.js';
+import { recordAudit, type Actor } from '../account/audit.js';
 
 export class BundleError extends Error {
   constructor(
@@ -18,6 +19,8 @@ export interface LedgerEvent {
   kind: 'purchase' | 'refund';
   accountId: number;
   bundleId: string;
+  /** Who sent it, for the account's audit trail (the generic payment webhook unless said). */
+  actor?: Actor;
 }
 
 export interface Applied {
@@ -48,12 +51,12 @@ export class BundleLedger {
   ) {}
 
   async apply(event: LedgerEvent): Promise<Applied> {
-    const bundle = BUNDLES[event.bundleId];
+    const bundle = bundleOf(event.bundleId);
     if (!bundle) throw new BundleError('unknown_bundle', `unknown bundle ${event.bundleId}; known: ${Object.keys(BUNDLES).join(', ')}`);
     return transaction(this.pool, async (client) => {
       const { rows } = await client.query<{ role: string }>('select role from accounts where id = $1', [event.accountId]);
       if (!rows[0]) throw new BundleError('unknown_account', `no account ${event.accountId}`);
-      if (!RELAY_TIERS[rows[0].role as keyof typeof RELAY_TIERS]?.bundleEligible) {
+      if (!(Object.hasOwn(RELAY_TIERS, rows[0].role) && RELAY_TIERS[rows[0].role as keyof typeof RELAY_TIERS]?.bundleEligible)) {
         throw new BundleError('not_bundle_eligible', `account ${event.accountId} (${rows[0].role}) cannot hold bundles`);
       }
       const amount = event.kind === 'purchase' ? bundle.credits : -bundle.credits;
@@ -62,6 +65,18 @@ export class BundleLedger {
          values ($1, $2, $3, $4, $5, $6, $7) on conflict (event_id) do nothing`,
         [event.accountId, bundle.channel, event.kind, amount, event.bundleId, event.eventId, this.clock.now()],
       );
+      if (inserted.rowCount === 1) {
+        await recordAudit(
+          client,
+          {
+            accountId: event.accountId,
+            kind: event.kind === 'purchase' ? 'bundle_purchase' : 'bundle_refund',
+            actor: event.actor ?? 'webhook',
+            detail: { bundle_id: event.bundleId, credits: amount, event_id: event.eventId },
+          },
+          this.clock.now(),
+        );
+      }
       return {
         applied: inserted.rowCount === 1,
         channel: bundle.channel,
@@ -72,6 +87,6 @@ export class BundleLedger {
 
   /** An operator's credit or refund (CLI): an event of its own. */
   manual(kind: 'purchase' | 'refund', accountId: number, bundleId: string): Promise<Applied> {
-    return this.apply({ eventId: `cli-${randomUUID()}`, kind, accountId, bundleId });
+    return this.apply({ eventId: `cli-${randomUUID()}`, kind, accountId, bundleId, actor: 'cli' });
   }
 }

@@ -1,6 +1,7 @@
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Queryable } from '../db/pool.js';
+import { incidentLogger } from '../logging.js';
 import type { Channel } from './policy.js';
 
 const QUEUE: Record<Channel, string> = { mail: 'relay-mail', sms: 'relay-sms' };
@@ -27,7 +28,9 @@ export class RelayQueue {
 
   static async open(url: string, options: QueueOptions, logger: Logger, max = 4): Promise<RelayQueue> {
     const boss = new PgBoss({ connectionString: url, max, application_name: 'trs-relay' });
-    boss.on('error', (err) => logger.error({ err }, 'relay queue error'));
+    // pg-boss reports every failed poll; during a database outage that is one incident.
+    const incident = incidentLogger(logger);
+    boss.on('error', (err) => incident('error', 'relay-queue', err, 'relay queue error'));
     await boss.start();
     for (const name of Object.values(QUEUE)) {
       await boss.createQueue(name, {

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../http/metrics.js';
-import { createMailTransport } from './delivery/mail.js';
+import { createMailOutbox, createMailTransport } from './delivery/mail.js';
 import { createSmsProvider } from './delivery/sms.js';
 import { RelayQueue } from './queue.js';
 import { RelayWorker, type Transports } from './worker.js';
@@ -33,11 +33,14 @@ export async function startRelay(
       keySelector: config.mail.dkim.keySelector,
       privateKey: await readFile(config.mail.dkim.keyFile, 'utf8'),
     };
-    transports.mail = createMailTransport({ smtpUrl: config.mail.smtpUrl, from: config.mail.from, dkim });
+    transports.mail =
+      config.mail.transport === 'outbox'
+        ? createMailOutbox({ dir: config.mail.dir, from: config.mail.from, dkim })
+        : createMailTransport({ smtpUrl: config.mail.smtpUrl, from: config.mail.from, dkim });
   }
   if (config.sms) transports.sms = createSmsProvider(config.sms);
   if (!transports.mail && !transports.sms) {
-    logger.info('relay: no SMTP or SMS provider configured; relay sends answer 503');
+    logger.info('relay: no mail transport or SMS provider configured; relay sends answer 503');
     return { queue: undefined, stop: async () => undefined };
   }
   const queue = await RelayQueue.open(
@@ -52,6 +55,7 @@ export async function startRelay(
     async stop() {
       await queue.stop();
       transports.mail?.close();
+      await transports.sms?.close();
     },
   };
 }

@@ -1,31 +1,49 @@
 import { createHash } from 'node:crypto';
-import addressparser from 'nodemailer/lib/addressparser';
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
+import type { Role } from '../db/entities.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { ApiError } from '../http/errors.js';
 import type { Caller } from '../keys/keys.js';
-import { renderSmsTemplate, type SmsLanguage, type SmsTemplate } from './delivery/templates.js';
+import type { KeySites } from '../keys/sites.js';
+import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
 import { bundleBalance } from './ledger.js';
+import {
+  boundedText,
+  interpretHeaders,
+  checkPhone,
+  checkTemplateVars,
+  MESSAGE_LIMITS,
+  MessageRuleError,
+  parseMailbox,
+  singleLine,
+  siteOf,
+} from './message-rules.js';
 import { periodOf, RELAY_TIERS, type Channel, type RelayTier } from './policy.js';
 import type { RelayQueue } from './queue.js';
 import type { MailPayload, SmsPayload } from './worker.js';
+import { brandMail, smsPrefix } from './white-label.js';
 
 export interface RelayLimits {
   /** Fair-use ceilings of the Enterprise tier, per month. */
   enterpriseCeiling: Record<Channel, number>;
   /** ISO country codes SMS may be sent to. */
   smsCountries: ReadonlySet<string>;
-  /** Messages a recipient gets in 24 hours before each further one waits (growing). */
+  /** Messages a recipient gets from one account in 24 hours before each further one waits (growing). */
   recipientFree: number;
   recipientBackoffBaseSeconds: number;
   recipientBackoffMaxSeconds: number;
-  /** Messages per site (or per account, without `site_url`) per UTC day. */
+  /** Messages a recipient gets from all accounts together in 24 hours (against SMS pumping). */
+  recipientGlobalDaily: number;
+  /** Messages per site of an account (or per account, without `site_url`) per UTC day. */
   siteDailyCap: number;
+  /** Roles that may send free-text SMS; the others must use a template. */
+  smsFreeTextRoles: ReadonlySet<Role>;
   /** Which channels have a transport configured; the others answer 503. */
   channels: Record<Channel, boolean>;
+  /** The service footer of Professional mails (Business and up are white-label). */
+  mailFooter?: string;
 }
 
 /** The relay quota block of the contract. */
@@ -40,22 +58,17 @@ export interface MailInput {
   html_body?: string;
   plain_body?: string;
   reply_to?: string;
-  headers?: { name: string; value: string }[];
+  /** An array of `{name, value}` or a `{Name: value}` map (see interpretHeaders). */
+  headers?: unknown;
   site_url?: string;
-}
-
-interface TemplateVars {
-  code: string;
-  expiry_min: number;
-  lang?: SmsLanguage;
 }
 
 export interface SmsInput {
   recipient_phone?: string;
   to?: string;
-  template_code?: SmsTemplate;
-  template_vars?: TemplateVars;
-  vars?: TemplateVars;
+  template_code?: string;
+  template_vars?: unknown;
+  vars?: unknown;
   message?: string;
   site_url?: string;
 }
@@ -68,16 +81,29 @@ export function relayLimits(config: RelayConfig): RelayLimits {
     recipientFree: config.recipientFree,
     recipientBackoffBaseSeconds: config.recipientBackoffBaseSeconds,
     recipientBackoffMaxSeconds: config.recipientBackoffMaxSeconds,
+    recipientGlobalDaily: config.recipientGlobalDaily,
     siteDailyCap: config.siteDailyCap,
+    smsFreeTextRoles: new Set(config.smsFreeTextRoles),
     channels: { mail: config.mail !== undefined, sms: config.sms !== undefined },
+    mailFooter: config.mailFooter,
   };
 }
 
 const relayError = (status: number, code: string, message: string, retryAfter?: number) =>
   new ApiError(status, message, { code, headers: retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) } });
 
-const invalid = (name: string, message: string) =>
-  new ApiError(422, `Invalid request: ${message}.`, { code: 'invalid_request', errors: [{ location: 'body', name, message }] });
+const invalid = (name: string, message: string, code = 'invalid_request') =>
+  new ApiError(422, `Invalid request: ${message.replace(/\.$/, '')}.`, { code, errors: [{ location: 'body', name, message }] });
+
+/** The relay's rules are checked here too, whatever checked the request before. */
+function checked<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof MessageRuleError) throw invalid(err.field, err.message, err.code);
+    throw err;
+  }
+}
 
 /** The current field unless it is empty, else the earlier name of it. */
 const current = <T>(value: T | undefined, earlier: T | undefined): T | undefined =>
@@ -96,12 +122,24 @@ export class RelayService {
     private readonly queue: RelayQueue | undefined,
     private readonly limits: RelayLimits,
     private readonly clock: Clock,
+    private readonly sites: KeySites,
+    private readonly templates: SmsTemplates,
   ) {}
 
   private tier(caller: Caller): RelayTier {
     const tier = RELAY_TIERS[caller.role];
     if (!tier) throw relayError(403, 'tier_forbidden', `The ${caller.role} tier is not eligible for the relay.`);
     return tier;
+  }
+
+  /** The account's white-label sender name (set on the dashboard), if any. */
+  private async senderName(caller: Caller): Promise<string | null> {
+    const { rows } = await this.pool.query<{ sender_name: string | null }>({
+      name: 'relay-sender-name',
+      text: 'select sender_name from accounts where id = $1',
+      values: [caller.accountId],
+    });
+    return rows[0]?.sender_name ?? null;
   }
 
   private inclusiveLimit(tier: RelayTier, channel: Channel): number {
@@ -145,53 +183,80 @@ export class RelayService {
   async quota(caller: Caller) {
     const tier = this.tier(caller);
     const [mail, sms] = await Promise.all([this.block(this.pool, caller, 'mail'), this.block(this.pool, caller, 'sms')]);
-    return { tier: tier.name, role: caller.role, mail, sms, mail_bundle_balance: mail.bundle_balance, sms_bundle_balance: sms.bundle_balance };
+    return { tier: tier.id, role: caller.role, mail, sms, mail_bundle_balance: mail.bundle_balance, sms_bundle_balance: sms.bundle_balance };
   }
 
   /** POST /relay-mail. */
   async sendMail(caller: Caller, input: MailInput) {
     this.tier(caller);
-    const recipient = current(input.recipient, input.to)!.toLowerCase();
-    const html = current(input.body_html, input.html_body) ?? '';
-    const text = current(input.body_text, input.plain_body) ?? '';
-    if (html === '' && text === '') throw invalid('body_text', 'send body_html, body_text or both');
-    let replyTo: string | undefined;
-    if (input.reply_to) {
-      const parsed = addressparser(input.reply_to);
-      const single = parsed.length === 1 && 'address' in parsed[0]! ? parsed[0] : undefined;
-      if (!single?.address || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(single.address)) {
-        throw invalid('reply_to', 'reply_to must be one address, plain or in the form Display Name <address>');
-      }
-      replyTo = input.reply_to.trim();
-    }
-    const payload: MailPayload = { subject: input.subject, html, text, replyTo, headers: input.headers ?? [] };
-    return this.accept(caller, 'mail', recipient, input.site_url ?? '', payload);
+    const { recipient, site, payload } = checked(() => {
+      const recipientText = current(input.recipient, input.to);
+      if (recipientText === undefined) throw new MessageRuleError('recipient', 'recipient is required');
+      const to = parseMailbox('recipient', recipientText, MESSAGE_LIMITS.replyToMax);
+      const headers = interpretHeaders(input.headers ?? []);
+      let html = boundedText('body_html', current(input.body_html, input.html_body) ?? '', MESSAGE_LIMITS.bodyMax);
+      let text = boundedText('body_text', current(input.body_text, input.plain_body) ?? '', MESSAGE_LIMITS.bodyMax);
+      // Content-Type chooses the body: text/plain sends the text alone; text/html sends the HTML
+      // (a client that put its HTML in body_text, as a Content-Type-only client may, is understood).
+      if (headers.format === 'text' && text !== '') html = '';
+      if (headers.format === 'html' && html === '' && text !== '') [html, text] = [text, ''];
+      if (html === '' && text === '') throw new MessageRuleError('body_text', 'send body_html, body_text or both');
+      const subject = singleLine('subject', input.subject ?? '', MESSAGE_LIMITS.subjectMax);
+      if (subject.trim() === '') throw new MessageRuleError('subject', 'subject must not be empty');
+      const replyTo = input.reply_to ? parseMailbox('reply_to', input.reply_to, MESSAGE_LIMITS.replyToMax) : headers.replyTo;
+      const mail: MailPayload = {
+        subject,
+        html,
+        text,
+        toName: to.name || undefined,
+        senderName: headers.senderName,
+        replyTo: replyTo && (replyTo.name ? { name: replyTo.name, address: replyTo.address } : replyTo.address),
+        headers: headers.custom,
+      };
+      return { recipient: to.address, site: siteOf(input.site_url), payload: mail };
+    });
+    const branded = brandMail(payload, caller.role, await this.senderName(caller), this.limits.mailFooter);
+    return this.accept(caller, 'mail', recipient, site, branded);
   }
 
   /** POST /relay-sms. */
   async sendSms(caller: Caller, input: SmsInput) {
     this.tier(caller);
-    const phoneText = current(input.recipient_phone, input.to)!;
-    const phone = parsePhoneNumberFromString(phoneText);
-    if (!phone || !phone.isValid()) throw invalid('recipient_phone', `${phoneText} is not a valid E.164 phone number`);
-    if (!phone.country || !this.limits.smsCountries.has(phone.country)) {
-      throw relayError(422, 'country_not_supported', `SMS to ${phone.country ?? 'this destination'} are not supported by this relay.`);
+    const { phone, site, template, message } = checked(() => {
+      const phoneText = current(input.recipient_phone, input.to);
+      if (phoneText === undefined) throw new MessageRuleError('recipient_phone', 'recipient_phone is required');
+      const number = checkPhone('recipient_phone', phoneText, this.limits.smsCountries);
+      const siteRef = siteOf(input.site_url);
+      if (input.template_code) {
+        const vars = current(input.template_vars, input.vars);
+        if (!vars) throw new MessageRuleError('template_vars', 'template_vars (code, expiry_min) are required with template_code');
+        if (siteRef.host.length > MESSAGE_LIMITS.smsSiteNameMax) {
+          throw new MessageRuleError('site_url', `the host name of site_url, which prefixes the SMS, is longer than ${MESSAGE_LIMITS.smsSiteNameMax} characters`);
+        }
+        return { phone: number, site: siteRef, template: { code: input.template_code, vars: checkTemplateVars(vars) }, message: undefined };
+      }
+      if (input.message) {
+        if (!this.limits.smsFreeTextRoles.has(caller.role)) {
+          throw new MessageRuleError('message', `free-text SMS are not enabled for the ${caller.role} tier on this relay; use template_code`, 'template_required');
+        }
+        return { phone: number, site: siteRef, template: undefined, message: boundedText('message', input.message, MESSAGE_LIMITS.smsTextMax) };
+      }
+      throw new MessageRuleError('message', 'send message or template_code');
+    });
+    let text = message;
+    if (template) {
+      try {
+        text = await this.templates.render(template.code, template.vars, smsPrefix(caller.role, await this.senderName(caller), site.host));
+      } catch (err) {
+        if (err instanceof UnknownTemplateError) throw invalid('template_code', `there is no SMS template ${template.code} on this relay`, 'unknown_template');
+        throw err;
+      }
     }
-    let text: string;
-    if (input.template_code) {
-      const vars = current(input.template_vars, input.vars);
-      if (!vars) throw invalid('template_vars', 'template_vars (code, expiry_min) are required with template_code');
-      text = renderSmsTemplate(input.template_code, vars, input.site_url ? new URL(input.site_url).hostname : undefined);
-    } else if (input.message) {
-      text = input.message;
-    } else {
-      throw invalid('message', 'send message or template_code');
-    }
-    const payload: SmsPayload = { text };
-    return this.accept(caller, 'sms', phone.number, input.site_url ?? '', payload);
+    const payload: SmsPayload = { text: text! };
+    return this.accept(caller, 'sms', phone, site, payload);
   }
 
-  private async accept(caller: Caller, channel: Channel, recipient: string, siteUrl: string, payload: MailPayload | SmsPayload) {
+  private async accept(caller: Caller, channel: Channel, recipient: string, site: { url: string; host: string }, payload: MailPayload | SmsPayload) {
     if (!this.limits.channels[channel] || !this.queue) {
       throw relayError(503, 'service_unavailable', `The ${channel === 'mail' ? 'mail' : 'SMS'} relay is not configured on this server.`);
     }
@@ -199,13 +264,16 @@ export class RelayService {
     const tier = this.tier(caller);
     const now = this.clock.now();
     const period = periodOf(now);
+    // A refused send may try again when the next period restores the inclusive quota.
+    const untilNextPeriod = Math.ceil((period.end.getTime() - now.getTime()) / 1000);
     return transaction(this.pool, async (client) => {
-      // One send at a time per recipient, per site and per account channel: the throttles and
-      // the charge below see every earlier send of the same kind.
-      const siteKey = siteUrl !== '' ? `site:${siteUrl}` : `account:${caller.accountId}`;
-      const keys = [`recipient:${recipient}`, `${siteKey}`, `charge:${caller.accountId}:${channel}`].map(lockKey).sort();
+      // One send at a time per recipient, per site of the account, per key's site list and per
+      // account channel: the throttles and the charge below see every earlier send they count.
+      const keys = [`recipient:${recipient}`, `site:${caller.accountId}:${site.host}`, `charge:${caller.accountId}:${channel}`]
+        .map(lockKey)
+        .sort();
       for (const key of keys) await client.query('select pg_advisory_xact_lock($1::bigint)', [key]);
-      await this.throttle(client, caller, recipient, siteUrl, now);
+      await this.throttle(client, caller, recipient, site.host, now);
 
       await client.query(
         `insert into relay_usage (account_id, channel, period_start) values ($1, $2, $3) on conflict do nothing`,
@@ -223,7 +291,7 @@ export class RelayService {
           [caller.accountId, channel, period.start],
         );
       } else if (!tier.bundleEligible) {
-        throw relayError(402, 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`);
+        throw relayError(402, 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`, untilNextPeriod);
       } else if ((await bundleBalance(client, caller.accountId, channel)) > 0) {
         fundedBy = 'bundle';
       } else {
@@ -231,12 +299,13 @@ export class RelayService {
           402,
           'cap_reached_buy_bundle',
           `The monthly inclusive ${channel} quota is used up and the ${channel} bundle balance is empty; buy a bundle to send more.`,
+          untilNextPeriod,
         );
       }
       const { rows: inserted } = await client.query<{ id: number }>(
-        `insert into relay_messages (account_id, channel, period_start, funded_by, recipient, site_url, payload, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8) returning id`,
-        [caller.accountId, channel, period.start, fundedBy, recipient, siteUrl, JSON.stringify(payload), now],
+        `insert into relay_messages (account_id, key_id, channel, period_start, funded_by, recipient, site_url, site, payload, created_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id`,
+        [caller.accountId, caller.keyId, channel, period.start, fundedBy, recipient, site.url, site.host, JSON.stringify(payload), now],
       );
       const id = inserted[0]!.id;
       if (fundedBy === 'bundle') {
@@ -252,38 +321,61 @@ export class RelayService {
   }
 
   /**
-   * The anti-abuse throttles. A recipient gets `recipientFree` messages in 24 hours freely;
-   * each further one must wait, after the previous one, a backoff that doubles each time
-   * (base, 2 x base, 4 x base ... up to the maximum). A site (or an account without
-   * `site_url`) sends at most `siteDailyCap` messages per UTC day.
+   * The anti-abuse throttles, each scoped so that one account cannot use them against another:
+   *
+   * - per account and recipient: `recipientFree` messages in 24 hours freely; each further one
+   *   must wait, after the previous one, a backoff that doubles each time (base, 2 x base, ...
+   *   up to the maximum);
+   * - per recipient across all accounts: at most `recipientGlobalDaily` in 24 hours, a higher
+   *   guard against SMS pumping and mail bombing through many accounts;
+   * - per account and site (host name of `site_url`, or the account without one): at most
+   *   `siteDailyCap` messages per UTC day;
+   * - per key: at most the role's number of distinct sites per UTC day, so that changing
+   *   `site_url` on every send does not escape the site cap.
    */
-  private async throttle(db: Queryable, caller: Caller, recipient: string, siteUrl: string, now: Date): Promise<void> {
-    const { rows } = await db.query<{ count: number; last: Date | null }>(
-      `select count(*)::int as count, max(created_at) as last from relay_messages
-        where recipient = $1 and created_at > $2`,
-      [recipient, new Date(now.getTime() - 86_400_000)],
+  private async throttle(db: Queryable, caller: Caller, recipient: string, site: string, now: Date): Promise<void> {
+    const dayAgo = new Date(now.getTime() - 86_400_000);
+    const { rows } = await db.query<{ mine: number; last: Date | null; all: number; oldest: Date | null }>(
+      `select count(*) filter (where account_id = $2)::int as mine,
+              max(created_at) filter (where account_id = $2) as last,
+              count(*)::int as all,
+              min(created_at) as oldest
+         from relay_messages where recipient = $1 and created_at > $3`,
+      [recipient, caller.accountId, dayAgo],
     );
-    const { count, last } = rows[0]!;
-    if (count >= this.limits.recipientFree && last) {
+    const { mine, last, all, oldest } = rows[0]!;
+    if (mine >= this.limits.recipientFree && last) {
       const waitSeconds = Math.min(
         this.limits.recipientBackoffMaxSeconds,
-        this.limits.recipientBackoffBaseSeconds * 2 ** (count - this.limits.recipientFree),
+        this.limits.recipientBackoffBaseSeconds * 2 ** (mine - this.limits.recipientFree),
       );
       const retryAfter = Math.ceil((last.getTime() + waitSeconds * 1000 - now.getTime()) / 1000);
       if (retryAfter > 0) {
         throw relayError(429, 'recipient_backoff', `Too many messages to this recipient; retry in ${retryAfter} seconds.`, retryAfter);
       }
     }
+    if (all >= this.limits.recipientGlobalDaily && oldest) {
+      const retryAfter = Math.max(1, Math.ceil((oldest.getTime() + 86_400_000 - now.getTime()) / 1000));
+      throw relayError(429, 'recipient_backoff', `This recipient has had too many messages today; retry in ${retryAfter} seconds.`, retryAfter);
+    }
     const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    const { rows: site } = await db.query<{ count: number }>(
-      siteUrl !== ''
-        ? 'select count(*)::int as count from relay_messages where site_url = $1 and created_at >= $2'
-        : "select count(*)::int as count from relay_messages where account_id = $1::int and site_url = '' and created_at >= $2",
-      [siteUrl !== '' ? siteUrl : caller.accountId, dayStart],
+    const untilTomorrow = Math.ceil((dayStart.getTime() + 86_400_000 - now.getTime()) / 1000);
+    const { rows: counts } = await db.query<{ site_count: number }>(
+      'select count(*)::int as site_count from relay_messages where account_id = $1 and site = $2 and created_at >= $3',
+      [caller.accountId, site, dayStart],
     );
-    if (site[0]!.count >= this.limits.siteDailyCap) {
-      const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - now.getTime()) / 1000);
-      throw relayError(429, 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, retryAfter);
+    if (counts[0]!.site_count >= this.limits.siteDailyCap) {
+      throw relayError(429, 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
+    }
+    if (site === '') return;
+    const use = await this.sites.useIn(db, caller, site);
+    if (!use.allowed) {
+      throw relayError(
+        429,
+        'site_daily_cap',
+        `This key has been used for ${use.used} different sites today, the most its ${caller.role} tier allows; more sites can be used tomorrow.`,
+        untilTomorrow,
+      );
     }
   }
 }

@@ -22,7 +22,12 @@ export interface MailPayload {
   subject: string;
   html: string;
   text: string;
-  replyTo?: string;
+  /** The recipient's display name, if the send gave one. */
+  toName?: string;
+  /** The sender name from the send's `From` header; the address is always the relay's. */
+  senderName?: string;
+  /** The parsed Reply-To mailbox: an address, or a name and an address (never raw header text). */
+  replyTo?: string | { name: string; address: string };
   headers: { name: string; value: string }[];
 }
 
@@ -95,6 +100,8 @@ export class RelayWorker {
       if (!this.transports.mail) throw Object.assign(new Error('no SMTP transport is configured'), { retryable: false });
       await this.transports.mail.send({
         to: message.recipient,
+        toName: p.toName,
+        senderName: p.senderName,
         subject: p.subject,
         html: p.html || undefined,
         text: p.text || undefined,

@@ -33,6 +33,11 @@ export function reputationHandlers(reputation: ReputationService): Handlers {
       sendData(res, data, 'The bulk report was processed.');
     },
 
+    async submitWhitelistFeedback(req, res) {
+      const data: DataOf<'submitWhitelistFeedback'> = await reputation.feedback(res.locals.caller!, req.body, res.locals.charge!);
+      sendData(res, data, 'The feedback was recorded.');
+    },
+
     async listReports(req, res) {
       const data: DataOf<'listReports'> = await reputation.history(
         req.params.ip,

@@ -16,6 +16,7 @@ export interface IpAggregate {
   asn: number | null;
   isp: string | null;
   whitelisted: boolean;
+  positiveFeedback: number;
 }
 
 interface AggregateRow {
@@ -32,10 +33,11 @@ interface AggregateRow {
   asn: number | null;
   isp: string | null;
   whitelisted: boolean;
+  positive_feedback: number | null;
 }
 
 const AGGREGATE_COLUMNS = `s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports,
-  s.last_reported_at, s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp`;
+  s.last_reported_at, s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp, s.positive_feedback`;
 
 function toAggregate(row: AggregateRow): IpAggregate {
   return {
@@ -52,6 +54,7 @@ function toAggregate(row: AggregateRow): IpAggregate {
     asn: row.asn,
     isp: row.isp,
     whitelisted: row.whitelisted,
+    positiveFeedback: row.positive_feedback ?? 0,
   };
 }
 
@@ -276,9 +279,10 @@ export class ReputationRepository {
       });
       const { rows: updated } = await client.query<AggregateRow & { first_seen: boolean }>(
         `insert into ip_stats as s (ip, total_reports, report_rows, unique_reporters, honeypot_reports, first_reported_at,
-                               last_reported_at, categories, max_severity, decay_sum, country_code, asn, isp)
+                               last_reported_at, categories, max_severity, decay_sum, country_code, asn, isp, positive_feedback)
          select v.ip, v.submissions, v.new_rows, v.new_reporter, v.honeypot, $1, $1, v.categories::smallint[],
-                v.severity, v.decay, v.country_code, v.asn, v.isp
+                v.severity, v.decay, v.country_code, v.asn, v.isp,
+                (select count(*) from ip_feedback f where f.ip = v.ip)
            from unnest($2::text[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::smallint[],
                        $9::float8[], $10::text[], $11::int[], $12::text[])
              as v(ip, submissions, new_rows, new_reporter, honeypot, categories, severity, decay, country_code, asn, isp)
@@ -328,6 +332,32 @@ export class ReputationRepository {
         stored.set(ip, { reportId, ip, categories, score: scores.get(ip) ?? 0 });
       }
       return stored;
+    });
+  }
+
+  /**
+   * Records positive feedback: once per account and address (again: the reason is updated and
+   * it counts once). The address's aggregate counts the distinct accounts, so that lookups and
+   * the blacklist score it without reading the feedback; an address reported later starts from
+   * the feedback given before (see store). `charge` runs in the same transaction.
+   */
+  async recordFeedback(
+    feedback: { ip: string; accountId: number; keyId: string; reason: string },
+    now: Date,
+    charge: (client: Queryable) => Promise<void>,
+  ): Promise<{ feedbackId: number; duplicate: boolean; count: number }> {
+    return transaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ id: number; inserted: boolean }>(
+        `insert into ip_feedback (ip, account_id, key_id, reason, created_at, updated_at) values ($1, $2, $3, $4, $5, $5)
+         on conflict (ip, account_id) do update set reason = excluded.reason, key_id = excluded.key_id, updated_at = excluded.updated_at
+         returning id, (xmax = 0) as inserted`,
+        [feedback.ip, feedback.accountId, feedback.keyId, feedback.reason, now],
+      );
+      const { id, inserted } = rows[0]!;
+      if (inserted) await client.query('update ip_stats set positive_feedback = positive_feedback + 1 where ip = $1', [feedback.ip]);
+      await charge(client);
+      const { rows: count } = await client.query<{ n: number }>('select count(*)::int as n from ip_feedback where ip = $1', [feedback.ip]);
+      return { feedbackId: id, duplicate: !inserted, count: count[0]!.n };
     });
   }
 

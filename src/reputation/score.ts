@@ -32,7 +32,13 @@ export interface ScoreInput {
   /** Highest severity (1-10) among the reported categories; 0 without reports. */
   maxSeverity: number;
   whitelisted: boolean;
+  /** Distinct accounts that reported the address as a false positive (POST /whitelist). */
+  positiveFeedback: number;
 }
+
+/** Each distinct account's positive feedback multiplies the score by this, counting at most FEEDBACK_MAX. */
+export const FEEDBACK_FACTOR = 0.8;
+export const FEEDBACK_MAX = 5;
 
 export type ConstraintCode = 'whitelisted' | 'single_reporter' | 'two_reporters';
 
@@ -50,6 +56,7 @@ export interface Score {
     recencyWeight: number;
     severityWeight: number;
     honeypotBonus: number;
+    feedbackWeight: number;
     maxConfidence: number;
     constraintReasons: ConstraintReason[];
   };
@@ -59,6 +66,7 @@ export interface Score {
     honeypotReportsCount: number;
     effectiveReportCount: number;
     timeDampeningFactor: number;
+    positiveFeedbackCount: number;
   };
 }
 
@@ -94,7 +102,8 @@ export function computeScore(input: ScoreInput, now: Date): Score {
   const recencyWeight = hasReports ? 0.5 + 0.5 * Math.exp(-hoursSinceLast / 168) : 0;
   const severityWeight = hasReports && input.maxSeverity > 0 ? 0.6 + 0.04 * Math.min(10, input.maxSeverity) : 0;
   const honeypotBonus = Math.min(15, 5 * input.honeypotReports);
-  const raw = (0.65 * reportScore + 0.35 * diversityScore) * recencyWeight * severityWeight + honeypotBonus;
+  const feedbackWeight = FEEDBACK_FACTOR ** Math.min(FEEDBACK_MAX, Math.max(0, input.positiveFeedback));
+  const raw = ((0.65 * reportScore + 0.35 * diversityScore) * recencyWeight * severityWeight + honeypotBonus) * feedbackWeight;
   const score = hasReports ? Math.round(Math.max(0, Math.min(raw, maxConfidence, 100))) : 0;
 
   return {
@@ -105,6 +114,7 @@ export function computeScore(input: ScoreInput, now: Date): Score {
       recencyWeight: round(recencyWeight, 4),
       severityWeight: round(severityWeight, 4),
       honeypotBonus,
+      feedbackWeight: round(feedbackWeight, 4),
       maxConfidence,
       constraintReasons: reasons,
     },
@@ -114,6 +124,7 @@ export function computeScore(input: ScoreInput, now: Date): Score {
       honeypotReportsCount: input.honeypotReports,
       effectiveReportCount: Math.round(effective),
       timeDampeningFactor: input.reportCount > 0 ? round(effective / input.reportCount, 4) : 0,
+      positiveFeedbackCount: input.positiveFeedback,
     },
   };
 }

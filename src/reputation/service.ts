@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
-import { ApiError, unprocessable } from '../http/errors.js';
+import { ApiError, unprocessable, within } from '../http/errors.js';
 import type { Caller } from '../keys/keys.js';
 import { parseIp, unreportableReason, type ParsedIp } from './ip.js';
 import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
@@ -16,6 +16,15 @@ export const COMMENT_MAX = 1024;
 export const BULK_REPORT_MAX_LINES = 10_000;
 export const BULK_REPORT_MAX_BYTES = 2 * 1024 * 1024;
 export const CHECK_REPORTS_SHOWN = 25;
+export const BULK_CHECK_MAX = 1_000;
+export const SEARCH_LIMIT_MAX = 50;
+export const SEARCH_QUERY_MAX = 64;
+export const REPORT_CATEGORIES_MAX = 30;
+export const HISTORY_PAGE_MAX = 10_000;
+export const HISTORY_PER_PAGE_MAX = 100;
+/** AS numbers are 32-bit (RFC 6793); those stored with addresses fit PostgreSQL's integer. */
+const MAX_ASN = 4_294_967_295;
+const MAX_STORED_ASN = 2_147_483_647;
 
 export interface ReputationRecord {
   ip: string;
@@ -47,12 +56,30 @@ export interface ReportView {
 const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 export const cleanComment = (comment: string) => comment.replace(/\r\n?/g, '\n').replace(CONTROL, '');
 
-type Refusal = { field: 'ip' | 'categories' | 'comment'; message: string };
+type Refusal = { field: 'ip' | 'categories'; code: 'invalid_request' | 'address_not_reportable' | 'unknown_category'; message: string };
+type Validated = { report: NewReport; ignored: number[]; truncated: boolean };
 
 type CsvLine = { line: number; input: string } & (
   | { ip: string; categories: number[]; comment: string }
   | { error: string }
 );
+
+/**
+ * The category ids of a report as the clients send them: an array of ids, a string of ids
+ * separated by commas (`"18,31"`, the ReportedIP clients' form) or a single id. Anything else
+ * gives no ids (and the report is refused for it).
+ */
+export function categoryIds(input: unknown): number[] {
+  const parts = Array.isArray(input) ? input : typeof input === 'string' ? input.split(',') : [input];
+  const ids: number[] = [];
+  for (const part of parts) {
+    const text = typeof part === 'number' ? String(part) : typeof part === 'string' ? part.trim() : '';
+    if (text === '') continue;
+    if (!/^[0-9]{1,5}$/.test(text)) return [];
+    ids.push(Number(text));
+  }
+  return ids;
+}
 
 /** The score of an address from its aggregate: the one way lookups, reports and the blacklist score. */
 export function scoreAggregate(aggregate: IpAggregate, now: Date): Score {
@@ -65,6 +92,7 @@ export function scoreAggregate(aggregate: IpAggregate, now: Date): Score {
       lastReportedAt: aggregate.lastReportedAt,
       maxSeverity: aggregate.maxSeverity,
       whitelisted: aggregate.whitelisted,
+      positiveFeedback: aggregate.positiveFeedback,
     },
     now,
   );
@@ -141,6 +169,7 @@ export class ReputationService {
 
   /** POST /bulk-check: every distinct valid address is checked and charged once, in one query. */
   async bulkCheck(entries: string[], charge: Charge) {
+    within('body', 'ips', entries.length, 1, BULK_CHECK_MAX);
     const invalid: { ip: string; error: string }[] = [];
     const ips: string[] = [];
     const seen = new Set<string>();
@@ -164,29 +193,44 @@ export class ReputationService {
     return { results, checked: results.length, invalid };
   }
 
-  /** Validates one report; returns the refusal instead of throwing so bulk lines can list it. */
-  private async validateReport(ip: string, categories: number[], comment: string): Promise<NewReport | Refusal> {
+  /**
+   * Validates one report; returns the refusal instead of throwing so bulk lines can list it.
+   * Ids not in the catalogue are dropped and named (`ignored`): a report is refused for its
+   * categories only when none is known. A comment longer than COMMENT_MAX is shortened, since
+   * automated reporters drop a refused report for good.
+   */
+  private async validateReport(ip: string, categories: number[], comment: string): Promise<Validated | Refusal> {
     const parsed = parseIp(ip);
-    if (!parsed) return { field: 'ip', message: `'${ip}' is not an IPv4 or IPv6 address` };
+    if (!parsed) return { field: 'ip', code: 'invalid_request', message: `'${ip}' is not an IPv4 or IPv6 address` };
     const reason = unreportableReason(parsed);
-    if (reason) return { field: 'ip', message: reason };
-    if (categories.length === 0) return { field: 'categories', message: 'at least one category id is required' };
+    if (reason) return { field: 'ip', code: 'address_not_reportable', message: reason };
+    const distinct = [...new Set(categories)].sort((a, b) => a - b);
+    if (distinct.length === 0) return { field: 'categories', code: 'unknown_category', message: 'at least one category id is required' };
+    if (distinct.length > REPORT_CATEGORIES_MAX) {
+      return { field: 'categories', code: 'invalid_request', message: `at most ${REPORT_CATEGORIES_MAX} category ids are taken` };
+    }
     const catalogue = await this.categories.severities();
-    const unknown = [...new Set(categories.filter((id) => !catalogue.has(id)))];
-    if (unknown.length) {
+    const known = distinct.filter((id) => catalogue.has(id));
+    const ignored = distinct.filter((id) => !catalogue.has(id));
+    if (known.length === 0) {
       return {
         field: 'categories',
-        message: `unknown category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`,
+        code: 'unknown_category',
+        message: `no category id of the report is in the catalogue (unknown: ${ignored.join(', ')}; see GET /categories)`,
       };
     }
     const cleaned = cleanComment(comment);
-    if (cleaned.length > COMMENT_MAX) return { field: 'comment', message: `the comment is longer than ${COMMENT_MAX} characters` };
+    const truncated = cleaned.length > COMMENT_MAX;
     return {
-      ip: parsed.ip,
-      categories: [...new Set(categories)].sort((a, b) => a - b),
-      comment: cleaned,
-      severity: Math.max(...categories.map((id) => catalogue.get(id)!)),
-      geo: this.geo.lookup(parsed.ip),
+      report: {
+        ip: parsed.ip,
+        categories: known,
+        comment: truncated ? `${cleaned.slice(0, COMMENT_MAX - 1)}…` : cleaned,
+        severity: Math.max(...known.map((id) => catalogue.get(id)!)),
+        geo: this.geo.lookup(parsed.ip),
+      },
+      ignored,
+      truncated,
     };
   }
 
@@ -205,25 +249,28 @@ export class ReputationService {
   }
 
   /** POST /report. `reporterIp` is where the report came from: the target of attack-map connections. */
-  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: number[]; comment?: string }, charge: Charge) {
-    const report = await this.validateReport(input.ip, input.categories, input.comment ?? '');
-    if ('field' in report) {
-      throw unprocessable(`The report was refused: ${report.message}.`, [
-        { location: 'body', name: report.field, message: report.message },
-      ]);
+  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: unknown; comment?: string }, charge: Charge) {
+    const validated = await this.validateReport(input.ip, categoryIds(input.categories), input.comment ?? '');
+    if ('field' in validated) {
+      throw unprocessable(`The report was refused: ${validated.message}.`, [
+        { location: 'body', name: validated.field, message: validated.message },
+      ], validated.code);
     }
-    const stored = (await this.store(caller, reporterIp, [report], charge, 1)).get(report.ip)!;
+    const stored = (await this.store(caller, reporterIp, [validated.report], charge, 1)).get(validated.report.ip)!;
     return {
       reportId: stored.reportId,
       ip: stored.ip,
       categories: stored.categories,
       abuseConfidencePercentage: stored.score,
+      ignoredCategories: validated.ignored,
+      commentTruncated: validated.truncated,
     };
   }
 
   /**
    * POST /bulk-report: every submitted line is charged (all or nothing), valid lines are stored,
-   * refused lines come back with their line number.
+   * refused lines come back with their line number, and lines stored without some of their
+   * categories (not in the catalogue) or with a shortened comment come back as warnings.
    */
   async bulkReport(caller: Caller, reporterIp: string, csv: string, charge: Charge) {
     if (Buffer.byteLength(csv, 'utf8') > BULK_REPORT_MAX_BYTES) {
@@ -234,19 +281,25 @@ export class ReputationService {
       throw new ApiError(413, `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
     }
     const errors: { line: number; input: string; error: string }[] = [];
+    const warnings: { line: number; message: string }[] = [];
     const valid: NewReport[] = [];
     for (const line of lines) {
       if ('error' in line) {
         errors.push({ line: line.line, input: line.input, error: line.error });
         continue;
       }
-      const report = await this.validateReport(line.ip, line.categories, line.comment);
-      if ('field' in report) errors.push({ line: line.line, input: line.input, error: report.message });
-      else valid.push(report);
+      const validated = await this.validateReport(line.ip, line.categories, line.comment);
+      if ('field' in validated) {
+        errors.push({ line: line.line, input: line.input, error: validated.message });
+        continue;
+      }
+      valid.push(validated.report);
+      if (validated.ignored.length) warnings.push({ line: line.line, message: `stored without the unknown category ids ${validated.ignored.join(', ')}` });
+      if (validated.truncated) warnings.push({ line: line.line, message: `the comment was shortened to ${COMMENT_MAX} characters` });
     }
     if (valid.length) await this.store(caller, reporterIp, valid, charge, lines.length);
     else if (lines.length) await charge(lines.length);
-    return { success_count: valid.length, error_count: errors.length, errors };
+    return { success_count: valid.length, error_count: errors.length, errors, warnings };
   }
 
   /**
@@ -275,7 +328,7 @@ export class ReputationService {
         return;
       }
       const [ip = '', categoriesText = '', comment = ''] = record;
-      const parts = categoriesText.split('|').map((p) => p.trim()).filter(Boolean);
+      const parts = categoriesText.split(/[|;,]/).map((p) => p.trim()).filter(Boolean);
       if (parts.some((p) => !/^\d{1,3}$/.test(p))) {
         out.push({ line, input, error: `categories must be ids joined with '|' (got '${categoriesText}')` });
         return;
@@ -285,8 +338,36 @@ export class ReputationService {
     return out;
   }
 
+  /** POST /whitelist: an address a site unblocked, as positive feedback that lowers its score. */
+  async feedback(caller: Caller, input: { ipAddress: string; reason?: string }, charge: Charge) {
+    const parsed = parseIp(input.ipAddress);
+    if (!parsed) {
+      throw new ApiError(400, `Invalid request: ipAddress '${input.ipAddress}' is not an IPv4 or IPv6 address.`, {
+        errors: [{ location: 'body', name: 'ipAddress', message: 'must be an IPv4 or IPv6 address' }],
+      });
+    }
+    const reason = unreportableReason(parsed);
+    if (reason) throw unprocessable(`The feedback was refused: ${reason}`, [{ location: 'body', name: 'ipAddress', message: reason }], 'address_not_reportable');
+    const cleaned = cleanComment(input.reason ?? '');
+    const recorded = await this.repository.recordFeedback(
+      { ip: parsed.ip, accountId: caller.accountId, keyId: caller.keyId, reason: cleaned.slice(0, COMMENT_MAX) },
+      this.clock.now(),
+      (client) => charge(1, client),
+    );
+    const aggregate = await this.repository.findOne(parsed.ip);
+    return {
+      feedbackId: recorded.feedbackId,
+      ip: parsed.ip,
+      positiveFeedbackCount: recorded.count,
+      abuseConfidencePercentage: this.score(aggregate).abuseConfidencePercentage,
+      duplicate: recorded.duplicate,
+    };
+  }
+
   /** GET /reports/{ip}. */
   async history(ip: string, page: number, perPage: number) {
+    within('query', 'page', page, 1, HISTORY_PAGE_MAX);
+    within('query', 'per_page', perPage, 1, HISTORY_PER_PAGE_MAX);
     const parsed = this.parse(ip, 'path');
     const [aggregate, reports] = await Promise.all([
       this.repository.findOne(parsed.ip),
@@ -305,6 +386,8 @@ export class ReputationService {
 
   /** GET /search-public: a full or partial address, a country code, or an ASN. */
   async search(q: string, limit: number) {
+    within('query', 'limit', limit, 1, SEARCH_LIMIT_MAX);
+    within('query', 'q', q.length, 1, SEARCH_QUERY_MAX);
     const query = q.trim();
     let found: IpAggregate[] = [];
     const full = parseIp(query);
@@ -313,7 +396,14 @@ export class ReputationService {
       const aggregate = await this.repository.findOne(full.ip);
       found = aggregate.totalReports > 0 ? [aggregate] : [];
     } else if (asn && (/^AS/i.test(query) || Number(asn[1]) > 255)) {
-      found = await this.repository.searchAsn(Number(asn[1]), limit);
+      const number = Number(asn[1]);
+      if (number > MAX_ASN) {
+        throw new ApiError(400, `Invalid request: ${query} is not an AS number (they run from 0 to ${MAX_ASN}).`, {
+          errors: [{ location: 'query', name: 'q', message: `an AS number must be at most ${MAX_ASN}` }],
+        });
+      }
+      // The geolocation data holds 32-bit AS numbers below 2^31 only (the rest are private use).
+      found = number <= MAX_STORED_ASN ? await this.repository.searchAsn(number, limit) : [];
     } else if (/^[A-Za-z]{2}$/.test(query)) {
       found = await this.repository.searchCountry(query.toUpperCase(), limit);
     } else if (/^[0-9a-fA-F.:]+$/.test(query)) {

@@ -14,7 +14,8 @@ const floorHour = (t: number) => Math.floor(t / HOUR) * HOUR;
 const floorDay = (t: number) => Math.floor(t / DAY) * DAY;
 const countryNames = new Intl.DisplayNames(['en'], { type: 'region' });
 
-function countryName(code: string): string {
+/** The English name of a country code (the code itself when it has none). */
+export function countryName(code: string): string {
   try {
     return countryNames.of(code) ?? code;
   } catch {

@@ -39,6 +39,10 @@ const IMPLEMENTED = new Set([
   'getRelayQuota',
   'sendRelayMail',
   'sendRelaySms',
+  'submitWhitelistFeedback',
+  'saveNotificationConfig',
+  'getNotificationConfig',
+  'getRuleset',
 ]);
 
 /** The least role that may call each key operation (from the access table of the document). */
@@ -57,6 +61,10 @@ const ROLE_FOR = {
   getBlacklistDetailed: 'contributor',
   getBlacklistCombined: 'contributor',
   exportBlacklistGit: 'contributor',
+  submitWhitelistFeedback: 'contributor',
+  saveNotificationConfig: 'free',
+  getNotificationConfig: 'free',
+  getRuleset: 'free',
 };
 /** A role that lacks the feature, for staging 403. */
 const ROLE_WITHOUT = {
@@ -71,6 +79,7 @@ const ROLE_WITHOUT = {
   getBlacklistDetailed: 'free',
   getBlacklistCombined: 'free',
   exportBlacklistGit: 'free',
+  submitWhitelistFeedback: 'free',
 };
 
 function resolve(node, seen = new Set()) {
@@ -117,30 +126,117 @@ function addQuery(transaction, query) {
   transaction.request.uri += sep + query;
 }
 
+/** PHP-style form encoding (`name[0]=…`, `name[key]=…`), as the form clients send bodies. */
+function formEncode(data) {
+  const pairs = [];
+  const walk = (prefix, value) => {
+    if (value === null || value === undefined) return;
+    if (Array.isArray(value)) value.forEach((v, i) => walk(`${prefix}[${i}]`, v));
+    else if (typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(`${prefix}[${k}]`, v);
+    else pairs.push(`${encodeURIComponent(prefix)}=${encodeURIComponent(String(value))}`);
+  };
+  for (const [k, v] of Object.entries(data)) walk(k, v);
+  return pairs.join('&');
+}
+
+/** Dredd sends form requests without a body: the hook sends the media type's first example. */
+function fillFormBody(transaction, operation) {
+  if (!/x-www-form-urlencoded/.test(transaction.request.headers['Content-Type'] || '')) return;
+  const media = resolveRefsOnly(operation.requestBody).content['application/x-www-form-urlencoded'];
+  const example = Object.values(media.examples || {})[0];
+  transaction.request.body = formEncode(resolveRefsOnly(example).value);
+}
+
+function resolveRefsOnly(node) {
+  if (node && typeof node.$ref === 'string') {
+    return resolveRefsOnly(node.$ref.slice(2).split('/').reduce((obj, part) => obj[part.replace(/~1/g, '/')], document));
+  }
+  return node;
+}
+
+function skip(transaction, why) {
+  transaction.skip = true;
+  transaction.skipReason = why;
+}
+
+function setQuery(transaction, name, value) {
+  const re = new RegExp(`([?&]${name}=)[^&]*`);
+  const encoded = encodeURIComponent(value);
+  if (re.test(transaction.fullPath)) {
+    transaction.fullPath = transaction.fullPath.replace(re, `$1${encoded}`);
+    transaction.request.uri = transaction.request.uri.replace(re, `$1${encoded}`);
+  } else addQuery(transaction, `${name}=${encoded}`);
+}
+
+function setPath(transaction, from, to) {
+  transaction.fullPath = transaction.fullPath.replace(`/${from}`, `/${to}`);
+  transaction.request.uri = transaction.request.uri.replace(`/${from}`, `/${to}`);
+}
+
+function setBody(transaction, body) {
+  const form = /x-www-form-urlencoded/.test(transaction.request.headers['Content-Type'] || '');
+  transaction.request.body = form ? formEncode(body) : JSON.stringify(body);
+}
+
+/** Keyed envelope operations that count the site a request names (X-Rip-Site). */
+const DOMAIN_LIMITED = new Set(['checkIpPublic', 'getPublicStats', 'searchIpsPublic', 'listCategories', 'getAttackMapData', 'getStatistics', 'listBlacklistCategories', 'getBlacklistStats', 'checkIp', 'reportIp', 'saveNotificationConfig']);
+
+/** A well-formed request each operation refuses with 422. */
+const UNPROCESSABLE = {
+  reportIp: (t) => setBody(t, { ip: '10.0.0.1', categories: '18' }),
+  submitWhitelistFeedback: (t) => setBody(t, { ipAddress: '10.0.0.1' }),
+  saveNotificationConfig: (t) => setBody(t, { site_url: 'https://shop.example.com', recipients: ['a@example.com, b@example.com'] }),
+  sendRelayMail: (t) => setBody(t, { recipient: 'user@example.com', subject: 'No body' }),
+  sendRelaySms: (t) => setBody(t, { recipient_phone: '+8613800138000', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 5 } }),
+  getBlacklist: (t) => setQuery(t, 'category', '999'),
+  getBlacklistDetailed: (t) => setQuery(t, 'category', '999'),
+  getBlacklistCombined: (t) => setQuery(t, 'category', '999'),
+  exportBlacklistGit: (t) => setQuery(t, 'category', '999'),
+};
+
+/** A caller whose daily counter is used up (seeded by run-dredd.ts). */
+const exhaustedAddress = (t) => {
+  delete t.request.headers['X-Key'];
+  t.request.headers['X-Forwarded-For'] = '198.51.100.99';
+};
+const TOO_MANY = {
+  checkIpPublic: exhaustedAddress,
+  getPublicStats: exhaustedAddress,
+  searchIpsPublic: exhaustedAddress,
+  listCategories: exhaustedAddress,
+  getAttackMapData: exhaustedAddress,
+  getStatistics: exhaustedAddress,
+  checkIp: (t) => setKey(t, keys.free_exhausted),
+  reportIp: (t) => setKey(t, keys.free_exhausted),
+  submitWhitelistFeedback: (t) => setKey(t, keys.contributor_exhausted),
+  bulkCheckIps: (t) => setKey(t, keys.professional_exhausted),
+  // A key already used for as many sites as its role takes today, sending for a new one.
+  sendRelayMail: (t) => {
+    setKey(t, keys.professional_sites_full);
+    setBody(t, { recipient: 'user@example.com', subject: 'Code', body_text: '123456', site_url: 'https://eleventh-site.example' });
+  },
+  sendRelaySms: (t) => {
+    setKey(t, keys.professional_sites_full);
+    setBody(t, { recipient_phone: '+4915112345678', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 5 }, site_url: 'https://eleventh-site.example' });
+  },
+};
+
 hooks.beforeEach((transaction) => {
   const operation = operationOf(transaction);
-  if (!operation) {
-    transaction.skip = true;
-    return;
-  }
+  if (!operation) return skip(transaction, 'not an operation of the document');
   const id = operation.operationId;
   const status = String(transaction.expected.statusCode);
   transaction.fullPath = BASE + transaction.fullPath;
   transaction.request.uri = BASE + transaction.request.uri;
-  if (!IMPLEMENTED.has(id)) {
-    transaction.skip = true;
-    return;
-  }
+  if (!IMPLEMENTED.has(id)) return skip(transaction, 'not implemented');
   const needsKey = id in ROLE_FOR;
+  fillFormBody(transaction, operation);
   switch (status) {
     case '200': {
       if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
       // One transaction per documented media type: ask for that format, skip pairs Dredd invents.
       const expectedType = String(transaction.expected.headers['Content-Type'] || '').split(';')[0];
-      if (!(operation.responses['200'].content || {})[expectedType]) {
-        transaction.skip = true;
-        return;
-      }
+      if (!(operation.responses['200'].content || {})[expectedType]) return skip(transaction, 'a media type pair Dredd invents');
       if (FORMATS[expectedType] && /[?&]format=/.test(transaction.fullPath) && id !== 'exportBlacklistGit') {
         setFormat(transaction, FORMATS[expectedType]);
       }
@@ -154,12 +250,52 @@ hooks.beforeEach((transaction) => {
       setKey(transaction, 'trs_' + 'x'.repeat(43));
       break;
     case '403':
-      if (!ROLE_WITHOUT[id]) transaction.skip = true;
-      else setKey(transaction, keys[ROLE_WITHOUT[id]]);
+      if (ROLE_WITHOUT[id]) setKey(transaction, keys[ROLE_WITHOUT[id]]);
+      else if (DOMAIN_LIMITED.has(id)) {
+        // A key already used from its one site today, named from another: domain_limit_exceeded.
+        setKey(transaction, keys.free_one_site);
+        transaction.request.headers['X-Rip-Site'] = 'https://second-site.example';
+      } else return skip(transaction, 'no role lacks this feature');
       break;
+    case '404':
+      setKey(transaction, keys[ROLE_FOR[id]]);
+      if (id === 'getNotificationConfig') setQuery(transaction, 'site_url', 'https://never-saved.example');
+      else if (id === 'getRuleset') setPath(transaction, 'scan_paths', 'tor_exits'); // not published
+      else return skip(transaction, 'no 404 to stage');
+      break;
+    case '413':
+      if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
+      transaction.request.body = JSON.stringify({ padding: 'x'.repeat(3.2 * 1024 * 1024) });
+      transaction.request.headers['Content-Type'] = 'application/json';
+      break;
+    case '415':
+      if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
+      transaction.request.headers['Content-Type'] = 'text/plain';
+      break;
+    case '422': {
+      if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
+      const refused = UNPROCESSABLE[id];
+      if (!refused) return skip(transaction, 'no 422 to stage');
+      refused(transaction);
+      break;
+    }
+    case '402':
+      // A Professional account whose inclusive quota is used up and that holds no bundle.
+      setKey(transaction, keys.professional_capped);
+      break;
+    case '304':
+      // The ETag is fetched by the async hook below and sent back in If-None-Match.
+      if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
+      transaction.needsEtag = true;
+      break;
+    case '429': {
+      const staged = TOO_MANY[id];
+      if (!staged) return skip(transaction, 'only the server-error budget answers 429 here; it cannot be staged without server errors');
+      staged(transaction);
+      break;
+    }
     default:
-      transaction.skip = true;
-      return;
+      return skip(transaction, `no ${status} to stage`);
   }
   const response = operation.responses[status];
   const media = response && resolve(response).content;
@@ -183,4 +319,33 @@ hooks.beforeEachValidation((transaction) => {
       if (/^ratelimit(-policy)?$/i.test(name)) delete transaction.expected.headers[name];
     }
   }
+});
+
+/** GET /notification-config reads what a POST stored: store the example first. */
+hooks.beforeEach((transaction, done) => {
+  const operation = operationOf(transaction);
+  if (transaction.skip || !operation || operation.operationId !== 'getNotificationConfig' || String(transaction.expected.statusCode) !== '200') return done();
+  const example = resolveRefsOnly(Object.values(resolveRefsOnly(document.paths['/notification-config'].post.requestBody).content['application/json'].examples)[0]).value;
+  fetch(`http://${transaction.host}:${transaction.port}${BASE}/notification-config`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'X-Key': keys[ROLE_FOR.getNotificationConfig] },
+    body: JSON.stringify(example),
+  }).then(() => done(), done);
+});
+
+/** A 304 needs the current ETag: fetch the resource as the transaction will, then send it back. */
+hooks.beforeEach((transaction, done) => {
+  if (transaction.skip || !transaction.needsEtag) return done();
+  fetch(`http://${transaction.host}:${transaction.port}${transaction.fullPath}`, { headers: { 'X-Key': transaction.request.headers['X-Key'] || '' } })
+    .then((res) => {
+      transaction.request.headers['If-None-Match'] = res.headers.get('etag') || '';
+      return res.arrayBuffer();
+    })
+    .then(() => done(), done);
+});
+
+/** Every skipped transaction with its reason, for the run's summary. */
+hooks.afterEach((transaction, done) => {
+  if (transaction.skip) console.log(`contract: skipped ${transaction.request.method} ${transaction.origin.resourceName} ${transaction.expected.statusCode}: ${transaction.skipReason || 'skipped'}`);
+  done();
 });

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,7 +13,10 @@ import pino from 'pino';
 import { connectDatabase } from '../../src/db/connect.js';
 import { ROLES } from '../../src/db/entities.js';
 import { KeyService } from '../../src/keys/keys.js';
+import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { systemClock } from '../../src/clock.js';
 import { projectRoot } from '../../src/openapi.js';
+import { generateSigningKey } from '../../src/rules/rulesets.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -68,11 +71,37 @@ async function waitForReady(origin: string, child: ChildProcess): Promise<void> 
   throw new Error('server did not become ready in 60 s');
 }
 
+/**
+ * Dredd passes a run that skips what it should check: the run fails when fewer transactions
+ * pass, or more are skipped, than this suite is known to reach (raise them as it grows).
+ */
+const MIN_PASSING = 237;
+const MAX_SKIPPED = 17;
+
+function checkCoverage(output: string): number {
+  const summary = /complete.*?(\d+) passing, (\d+) failing, (\d+) errors, (\d+) skipped/.exec(output.replace(/\x1b\[[0-9;]*m/g, ''));
+  if (!summary) {
+    console.error('contract: no Dredd summary found');
+    return 1;
+  }
+  const [passing, skipped] = [Number(summary[1]), Number(summary[4])];
+  if (passing < MIN_PASSING || skipped > MAX_SKIPPED) {
+    console.error(`contract: ${passing} passing (at least ${MIN_PASSING} expected), ${skipped} skipped (at most ${MAX_SKIPPED})`);
+    return 1;
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   const database = await serverDatabase();
   // The relay delivers to a real SMTP server and an HTTP SMS provider on loopback.
   const [smtp, sms] = await Promise.all([startSmtp(), startSmsProvider()]);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'trs-dredd-'));
+  // A published, signed rule set for GET /rules/{key} (the example parameter is scan_paths).
+  const rulesDir = path.join(dataDir, 'rules');
+  mkdirSync(rulesDir);
+  writeFileSync(path.join(rulesDir, 'signing.pem'), generateSigningKey().privateKeyPem, { mode: 0o600 });
+  writeFileSync(path.join(rulesDir, 'scan_paths.json'), JSON.stringify({ version: 1, rules: ['/.env', '/.git/config'] }));
   const port = await freePort();
   const env = {
     ...process.env,
@@ -85,6 +114,13 @@ async function main(): Promise<number> {
     RELAY_MAIL_FROM: 'Relay <relay@example.net>',
     RELAY_SMS_URL: sms.url,
     RELAY_SMS_TOKEN: sms.token,
+    // Dredd stages the per-address public limit through X-Forwarded-For from loopback.
+    TRUST_PROXY: 'loopback',
+    RULES_DIR: rulesDir,
+    RULES_SIGNING_KEY_FILE: path.join(rulesDir, 'signing.pem'),
+    // Dredd sends each documented example to the same recipients, once per media type.
+    RELAY_RECIPIENT_FREE: '100',
+    RELAY_RECIPIENT_GLOBAL_DAILY: '1000',
   };
   if (!database) delete (env as Record<string, string>).DATABASE_URL;
   console.log(`contract: server on port ${port}, ${database ? 'PostgreSQL server' : 'embedded PostgreSQL'}`);
@@ -95,7 +131,7 @@ async function main(): Promise<number> {
     const db = await connectDatabase(
       { databaseUrl: database?.url, dataDir, dbPoolMax: 2 },
       pino({ level: 'silent' }),
-      { migrate: false },
+      { migrate: 'skip' },
     );
     const keys: Record<string, string> = {};
     try {
@@ -103,15 +139,61 @@ async function main(): Promise<number> {
       for (const role of ROLES) {
         keys[role] = (await service.create({ role, licences: role === 'business' ? 2 : undefined })).key;
       }
+      // Callers in the states the error answers need, so that Dredd can check those answers too.
+      const staged = async (name: string, role: (typeof ROLES)[number]) => {
+        const created = await service.create({ role });
+        keys[name] = created.key;
+        return created;
+      };
+      const day = new Date().toISOString().slice(0, 10);
+      const used = (accountId: number, counter: string, n: number) =>
+        db.pool.query('insert into usage_counters (subject, counter, day, used) values ($1, $2, $3::date, $4)', [`a:${accountId}`, counter, day, n]);
+      const freeExhausted = await staged('free_exhausted', 'free');
+      await used(freeExhausted.accountId, 'check', 1_000);
+      await used(freeExhausted.accountId, 'report', 50);
+      await used((await staged('contributor_exhausted', 'contributor')).accountId, 'report', 200);
+      await used((await staged('professional_exhausted', 'professional')).accountId, 'check', 25_000);
+      await db.pool.query("insert into usage_counters (subject, counter, day, used) values ('ip:198.51.100.99', 'public', $1::date, 100)", [day]);
+      const capped = await staged('professional_capped', 'professional');
+      const periodStart = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1));
+      await db.pool.query(
+        "insert into relay_usage (account_id, channel, period_start, inclusive_used) values ($1, 'mail', $2, 500), ($1, 'sms', $2, 25)",
+        [capped.accountId, periodStart],
+      );
+      const sitesFull = await staged('professional_sites_full', 'professional');
+      const oneSite = await staged('free_one_site', 'free');
+      for (const [key, sites] of [[sitesFull, 10], [oneSite, 1]] as const) {
+        for (let i = 0; i < sites; i++) {
+          await db.pool.query('insert into key_sites (key_id, day, site, first_seen) values ($1, $2::date, $3, now())', [key.keyId, day, `site${i}.example`]);
+        }
+      }
+      // Data behind the lists and statistics: reports from several accounts, and a snapshot.
+      for (let i = 0; i < 12; i++) {
+        const reporter = (await service.create({ role: 'honeypot' })).key;
+        for (const ip of ['1.2.3.4', '5.6.7.8', '8.8.4.4', `9.9.9.${i + 1}`]) {
+          await fetch(`${origin}/api/v2/report`, {
+            method: 'POST',
+            headers: { 'X-Key': reporter, 'content-type': 'application/json' },
+            body: JSON.stringify({ ip, categories: [18, 22], comment: 'contract test seed' }),
+          });
+        }
+      }
+      await blacklistSnapshots(db.pool, systemClock).regenerate();
     } finally {
       await db.close();
     }
     const dredd = spawn(
       path.join(projectRoot, 'node_modules', '.bin', 'dredd'),
       ['generated/openapi.yaml', origin, '--hookfiles', 'test/contract/hooks.cjs', '--loglevel', 'error'],
-      { cwd: projectRoot, env: { ...process.env, TRS_KEYS: JSON.stringify(keys) }, stdio: 'inherit' },
+      { cwd: projectRoot, env: { ...process.env, TRS_KEYS: JSON.stringify(keys) }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    return await new Promise<number>((resolve) => dredd.on('exit', (code) => resolve(code ?? 1)));
+    let output = '';
+    dredd.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      process.stdout.write(chunk);
+    });
+    const code = await new Promise<number>((resolve) => dredd.on('exit', (c) => resolve(c ?? 1)));
+    return code !== 0 ? code : checkCoverage(output);
   } finally {
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));

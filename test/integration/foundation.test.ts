@@ -65,10 +65,11 @@ describe('GET /categories', () => {
 
 describe('GET /verify-key', () => {
   it('describes a key sent in the X-Key header', async () => {
-    const key = await s.createKey('professional');
-    const { data, response } = await s.client.GET('/verify-key', { headers: { 'X-Key': key.key } });
+    const key = await s.createKey('professional', { name: 'shop.example.com' });
+    const { data, response } = await s.clientFor(key.key).GET('/verify-key');
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe(JSON_TYPE);
+    const tomorrow = new Date(Date.UTC(s.clock.now().getUTCFullYear(), s.clock.now().getUTCMonth(), s.clock.now().getUTCDate() + 1));
     expect(data!.data).toEqual({
       valid: true,
       role: 'professional',
@@ -82,6 +83,19 @@ describe('GET /verify-key', () => {
       },
       rateLimits: { checksPerDay: 25_000, reportsPerDay: 1_000 },
       usage: { checksToday: 0, reportsToday: 0 },
+      keyName: 'shop.example.com',
+      userRole: 'reportedip_professional',
+      isHoneypotKey: false,
+      limits: {
+        dailyApiLimit: 25_000,
+        remainingApiCalls: 25_000,
+        dailyReportLimit: 1_000,
+        remainingReports: 1_000,
+        dailyReportUsage: 0,
+        resetTime: tomorrow.toISOString(),
+      },
+      domains: { used: 0, limit: 10, status: 'ok' },
+      features: { canCheck: true, canReport: true, canBulkCheck: true, hasWhiteLabel: false },
     });
   });
 
@@ -95,7 +109,7 @@ describe('GET /verify-key', () => {
 
   it('reports unlimited quotas as -1', async () => {
     const key = await s.createKey('enterprise');
-    const { data } = await s.client.GET('/verify-key', { headers: { 'X-Key': key.key } });
+    const { data } = await s.clientFor(key.key).GET('/verify-key');
     expect(data!.data.rateLimits).toEqual({ checksPerDay: -1, reportsPerDay: -1 });
     expect(data!.data.permissions.bulk_report).toBe(true);
   });
@@ -104,12 +118,14 @@ describe('GET /verify-key', () => {
     ['no key', {}],
     ['a malformed key', { 'X-Key': 'not-a-key' }],
     ['an unknown key', { 'X-Key': 'trs_' + 'A'.repeat(43) }],
-  ])('answers 401 in the envelope for %s', async (_name, headers) => {
+  ])('answers 401 in the envelope for %s', async (name, headers) => {
     const res = await raw('/api/v2/verify-key', { headers });
     expect(res.status).toBe(401);
     expect(res.body).toEqual({
       meta: { success: false, code: 401, message: 'Invalid or missing API key.' },
       data: null,
+      code: name === 'no key' ? 'missing_api_key' : 'invalid_api_key',
+      message: 'Invalid or missing API key.',
     });
   });
 
@@ -192,7 +208,7 @@ describe('operational endpoints', () => {
     const json = await raw('/api/v2/openapi.json');
     expect(json.status).toBe(200);
     expect(json.body.openapi).toBe('3.1.0');
-    expect(Object.keys(json.body.paths)).toHaveLength(22);
+    expect(Object.keys(json.body.paths)).toHaveLength(25);
     const yaml = await fetch(s.origin + '/api/v2/openapi.yaml');
     expect(yaml.headers.get('content-type')).toMatch(/^application\/yaml/);
     expect(await yaml.text()).toMatch(/^openapi: 3\.1\.0$/m);

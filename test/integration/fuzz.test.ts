@@ -78,6 +78,20 @@ const NASTY = [
   '', ' ', '0', '-1', '1.5', '1e309', 'NaN', 'null', 'true', '[]', '{}', '\u0000', 'a\u0000b', '𝕏𝕐', '\uFFFF', '\u202Eevil',
   '../../etc/passwd', "' OR 1=1 --", '99999999999999999999', '2001:db8::1', '::ffff:1.2.3.4', '300.1.1.1', '1.2.3', 'AS',
   '<script>alert(1)</script>', '%', '%%', '%E0%A4%A', '%00', '%FF%FE', 'x'.repeat(70), 'LONG',
+  // Header and recipient injection: line breaks, lists, groups, comments, display names.
+  'a4@example.com\r\nBcc: evil4@attacker.test', 'v@example.com\nSender: x@attacker.test', '\r\n', 'x\u2028y',
+  'victim@example.com (one)', 'Bob <victim@example.com>', 'a@example.com, b@example.com', 'grp: a@example.com;',
+];
+/** Mail headers a caller might try to add: identity, routing and encoding headers, and line breaks. */
+const NASTY_HEADERS: unknown[] = [
+  [{ name: 'Sender', value: 'ceo@example.com' }],
+  [{ name: 'Return-Path', value: 'bounce@attacker.test' }],
+  [{ name: 'Reply-To', value: 'x@attacker.test' }],
+  [{ name: 'Bcc', value: 'x@attacker.test' }],
+  [{ name: 'X-Ok', value: 'a\r\nBcc: x@attacker.test' }],
+  [{ name: 'X-Ok\r\nBcc', value: 'x@attacker.test' }],
+  [{ name: 'Content-Type', value: 'text/html; boundary="x"\r\n\r\n<script>' }],
+  { 'X-Ok': 'fine', Bcc: 'x@attacker.test' },
 ];
 const nastyText = fc.oneof(fc.constantFrom(...NASTY), fc.string({ maxLength: 40 }), fc.integer().map(String), fc.double().map(String));
 const nastyJson: fc.Arbitrary<unknown> = fc.oneof(
@@ -85,7 +99,30 @@ const nastyJson: fc.Arbitrary<unknown> = fc.oneof(
   nastyText,
   fc.array(nastyText, { maxLength: 5 }),
   fc.integer({ min: 990, max: 1010 }).map((n) => `MANY:${n}`),
+  fc.constantFrom(...NASTY_HEADERS),
+  fc.record({ code: nastyText, expiry_min: fc.oneof(fc.integer({ min: -10, max: 100 }), nastyText) }),
 );
+
+/** Other spellings of a path: each must answer 404 or exactly what the canonical path answers. */
+const PATH_VARIANTS = ['upper-base', 'upper-path', 'trailing-slash', 'double-slash', 'encoded-letter', 'dot-segment', 'encoded-slash'] as const;
+function pathVariant(path: string, variant: (typeof PATH_VARIANTS)[number]): string {
+  switch (variant) {
+    case 'upper-base':
+      return '/API/V2' + path;
+    case 'upper-path':
+      return '/api/v2' + path.toUpperCase();
+    case 'trailing-slash':
+      return '/api/v2' + path + '/';
+    case 'double-slash':
+      return '/api/v2/' + path;
+    case 'encoded-letter':
+      return '/api/v2' + path.replace(/[a-z]/, (c) => '%' + c.charCodeAt(0).toString(16));
+    case 'dot-segment':
+      return '/api/v2/x/..' + path;
+    case 'encoded-slash':
+      return '/api/v2' + path.replace('/', '%2F');
+  }
+}
 /** Large values are generated as short tags and built when the request is made, so that a
  *  failing case prints small. */
 const expand = (value: unknown): unknown =>
@@ -107,7 +144,8 @@ type Mutation =
   | { kind: 'unknown'; name: string }
   | { kind: 'repeat'; index: number }
   | { kind: 'field'; field: string; value: unknown }
-  | { kind: 'body'; text: string; contentType: string; encoding?: string };
+  | { kind: 'body'; text: string; contentType: string; encoding?: string }
+  | { kind: 'path'; variant: (typeof PATH_VARIANTS)[number] };
 
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<Mutation>({ kind: 'valid' }) },
@@ -115,11 +153,12 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), index: fc.nat(20) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('unknown' as const), name: fc.constantFrom('admin', 'debug', 'sort', '__proto__', 'ip[]') }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('repeat' as const), index: fc.nat(20) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('path' as const), variant: fc.constantFrom(...PATH_VARIANTS) }) },
   {
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('field' as const),
-      field: fc.constantFrom('ip', 'ips', 'categories', 'comment', 'csv', 'recipient', 'subject', 'headers', 'recipient_phone', 'template_vars', 'message', 'site_url', 'extra'),
+      field: fc.constantFrom('ip', 'ips', 'categories', 'comment', 'csv', 'recipient', 'subject', 'headers', 'reply_to', 'recipient_phone', 'template_vars', 'message', 'site_url', 'extra'),
       value: nastyJson,
     }),
   },
@@ -190,14 +229,16 @@ describe('contract fuzzing', () => {
           headers['content-type'] = contentType;
           if (encoding) headers['content-encoding'] = encoding;
         }
-        const url = `${s.base}${path}${query.length ? '?' + query.join('&') : ''}`;
+        const fullPath = m.kind === 'path' ? pathVariant(path, m.variant) : '/api/v2' + path;
+        const url = `${s.origin}${fullPath}${query.length ? '?' + query.join('&') : ''}`;
         const before = await counts();
         let res: Response;
         try {
           res = await fetch(url, { method: op.method, headers, body: op.method === 'POST' ? body : undefined });
         } catch (err) {
           // The client refused to send it (an invalid URL or header); nothing reached the server.
-          if (err instanceof TypeError) return;
+          // A "fetch failed" is the server going away: that is a failure, never a pass.
+          if (err instanceof TypeError && err.message !== 'fetch failed') return;
           throw err;
         }
         const text = await res.text();

@@ -126,6 +126,8 @@ describe('daily quotas', () => {
     expect(refused.body).toEqual({
       meta: { success: false, code: 429, message: 'Rate limit exceeded. Try again later.' },
       data: { retryAfter },
+      code: 'rate_limited',
+      message: 'Rate limit exceeded. Try again later.',
     });
     expect(retryAfter).toBe(12 * 3600); // 12:00 UTC -> next midnight
     expect(rateHeaders(refused)).toMatchObject({ limit: 1000, remaining: 0 });

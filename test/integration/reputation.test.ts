@@ -30,6 +30,8 @@ describe('POST /report', () => {
       ip: '8.8.4.4',
       categories: [18, 22],
       abuseConfidencePercentage: expect.any(Number),
+      ignoredCategories: [],
+      commentTruncated: false,
     });
     expect(res.body.data.abuseConfidencePercentage).toBeGreaterThan(0);
     const check = await api('/check?ip=8.8.4.4', { key });
@@ -89,9 +91,8 @@ describe('POST /report', () => {
     ['an IPv6 documentation address', { ip: '2001:db8::1', categories: [14] }, 'ip', /documentation/],
     ['an IPv6 unique local address', { ip: 'fd12:3456::1', categories: [14] }, 'ip', /unique local/],
     ['an IPv6 loopback', { ip: '::1', categories: [14] }, 'ip', /loopback/],
-    ['an unknown category', { ip: '9.9.9.12', categories: [14, 99] }, 'categories', /unknown category id 99/],
-    ['an empty category list', { ip: '9.9.9.12', categories: [] }, 'categories', /at least one/],
-    ['a comment over 1,024 characters', { ip: '9.9.9.12', categories: [14], comment: 'x'.repeat(1025) }, 'comment', /1024/],
+    ['only unknown categories', { ip: '9.9.9.12', categories: [99, 100] }, 'categories', /no category id of the report is in the catalogue \(unknown: 99, 100/],
+    ['only unknown categories as a string', { ip: '9.9.9.12', categories: '99' }, 'categories', /unknown: 99;/],
   ])('refuses %s with 422 and charges nothing', async (_name, body, field, message) => {
     const { key } = await s.createKey('free');
     const res = await report(key, body);
@@ -100,12 +101,47 @@ describe('POST /report', () => {
     expect(res.body.meta.message).toMatch(message);
     expect(res.body.meta.errors).toEqual([{ location: 'body', name: field, message: expect.stringMatching(message) }]);
     expect(res.body.data).toBeNull();
+    expect(res.body.code).toBe(field === 'ip' ? 'address_not_reportable' : 'unknown_category');
     expect(await usage(key)).toEqual({ checksToday: 0, reportsToday: 0 });
+  });
+
+  it('stores a report with its known categories and names the ids it ignored', async () => {
+    const { key } = await s.createKey('free');
+    const res = await report(key, { ip: '9.9.9.14', categories: [14, 99, 14, 1000] });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ ip: '9.9.9.14', categories: [14], ignoredCategories: [99, 1000], commentTruncated: false });
+    expect(await usage(key)).toEqual({ checksToday: 0, reportsToday: 1 });
+  });
+
+  it('takes categories as an array, a comma-separated string or a single id', async () => {
+    const { key } = await s.createKey('free');
+    for (const [ip, categories] of [['9.9.9.21', [18, 21]], ['9.9.9.22', '18,21'], ['9.9.9.23', ' 21 , 18 '], ['9.9.9.24', 18], ['9.9.9.25', '18']] as const) {
+      const res = await report(key, { ip, categories });
+      expect(res.status, JSON.stringify(categories)).toBe(200);
+      expect(res.body.data.categories).toEqual(Array.isArray(categories) || String(categories).includes(',') ? [18, 21] : [18]);
+    }
+  });
+
+  it('shortens a comment over 1,024 characters instead of refusing the report', async () => {
+    const { key } = await s.createKey('professional');
+    const res = await report(key, { ip: '9.9.9.15', categories: [14], comment: 'x'.repeat(5000) });
+    expect(res.status).toBe(200);
+    expect(res.body.data.commentTruncated).toBe(true);
+    const history = await api('/reports/9.9.9.15', { key });
+    expect(history.body.data.reports[0].comment).toBe('x'.repeat(1023) + '…');
   });
 
   it('refuses bad input with 400 naming the field', async () => {
     const { key } = await s.createKey('free');
-    for (const body of [{ ip: 'nope', categories: [1] }, { ip: '9.9.9.9' }, { ip: '9.9.9.9', categories: ['x'] }, { ip: '9.9.9.9', categories: [1], extra: 1 }]) {
+    for (const body of [
+      { ip: 'nope', categories: [1] },
+      { ip: '9.9.9.9' },
+      { ip: '9.9.9.9', categories: ['x'] },
+      { ip: '9.9.9.9', categories: [] },
+      { ip: '9.9.9.9', categories: '18;21' },
+      { ip: '9.9.9.9', categories: 'eighteen' },
+      { ip: '9.9.9.9', categories: [1], extra: 1 },
+    ]) {
       const res = await report(key, body);
       expect(res.status).toBe(400);
       expect(res.body.meta.errors.length).toBeGreaterThan(0);
@@ -237,6 +273,39 @@ describe('GET /check and /check-public', () => {
     });
     const private_ = await api('/check-public?ip=192.168.1.1');
     expect(private_.body.data).toMatchObject({ totalReports: 0, countryCode: 'ZZ', isp: '' });
+  });
+
+  it('aggregates up to, and not at, exactly 5 minutes after the earlier report', async () => {
+    const { key } = await s.createKey('contributor');
+    const first = await report(key, { ip: '9.9.9.30', categories: [14] });
+    s.clock.advance(5 * 60_000 - 1); // 4:59.999
+    expect((await report(key, { ip: '9.9.9.30', categories: [14] })).body.data.reportId).toBe(first.body.data.reportId);
+    // The window is measured from the report's own time, not from the last aggregated submission.
+    s.clock.advance(1); // exactly 5:00 after the first report
+    const at5 = await report(key, { ip: '9.9.9.30', categories: [14] });
+    expect(at5.body.data.reportId).not.toBe(first.body.data.reportId);
+    s.clock.advance(5 * 60_000 - 1);
+    expect((await report(key, { ip: '9.9.9.30', categories: [14] })).body.data.reportId).toBe(at5.body.data.reportId);
+  });
+
+  it('scores a single whitelisted address 0, and its neighbours as before', async () => {
+    const reporters = await Promise.all([s.createKey('free'), s.createKey('free'), s.createKey('free')]);
+    for (const r of reporters) {
+      await report(r.key, { ip: '8.8.2.60', categories: [27] });
+      await report(r.key, { ip: '8.8.2.61', categories: [27] });
+    }
+    const before = await api('/check?ip=8.8.2.61', { key: reporters[0]!.key });
+    await new Whitelist(s.pool).add('8.8.2.60', 'one resolver');
+    const listed = await api('/check?ip=8.8.2.60', { key: reporters[0]!.key });
+    expect(listed.body.data).toMatchObject({ abuseConfidencePercentage: 0, isWhitelisted: true });
+    const neighbour = await api('/check?ip=8.8.2.61', { key: reporters[0]!.key });
+    expect(neighbour.body.data).toMatchObject({ abuseConfidencePercentage: before.body.data.abuseConfidencePercentage, isWhitelisted: false });
+    // The same for an IPv6 address: exactly that /128.
+    await new Whitelist(s.pool).add('2001:4860:4860::8844');
+    expect((await api('/check?ip=2001:4860:4860::8844', { key: reporters[0]!.key })).body.data.isWhitelisted).toBe(true);
+    expect((await api('/check?ip=2001:4860:4860::8845', { key: reporters[0]!.key })).body.data.isWhitelisted).toBe(false);
+    await new Whitelist(s.pool).remove('8.8.2.60');
+    await new Whitelist(s.pool).remove('2001:4860:4860::8844');
   });
 
   it('scores a whitelisted address 0 and says why', async () => {

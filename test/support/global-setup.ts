@@ -40,6 +40,11 @@ async function reachable(url: string): Promise<boolean> {
 export default async function setup(project: TestProject) {
   const adminUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? DEFAULT_URL;
   if (process.env.TEST_EMBEDDED === '1' || !(await reachable(adminUrl))) {
+    // CI proves the suite on a real server: there, a server that does not answer is a failure,
+    // never a silent fall back to the embedded database.
+    if (process.env.TEST_REQUIRE_POSTGRES === '1' && process.env.TEST_EMBEDDED !== '1') {
+      throw new Error(`tests: TEST_REQUIRE_POSTGRES is set but no PostgreSQL server answers at ${new URL(adminUrl).host}`);
+    }
     console.log('tests: no PostgreSQL server answers; each test file uses the embedded PostgreSQL');
     project.provide('database', undefined);
     return;

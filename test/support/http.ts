@@ -27,3 +27,39 @@ export async function call(
   }
   return { status: res.status, headers: res.headers, body: parsed };
 }
+
+/**
+ * A call whose path goes on the wire exactly as given: `fetch` resolves dot segments and
+ * normalises the URL before sending, which would hide what a hand-made request can do.
+ */
+export async function rawCall(
+  origin: string,
+  path: string,
+  options: { method?: string; key?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<CallResult> {
+  const { request } = await import('node:http');
+  const url = new URL(origin);
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers['X-Key'] = options.key;
+  if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(options.body));
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, path, method: options.method ?? 'GET', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: keep the text
+        }
+        const h = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') h.set(name, value);
+        resolve({ status: res.statusCode ?? 0, headers: h, body });
+      });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}

@@ -2,11 +2,10 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import createClient, { type Client } from 'openapi-fetch';
-import type { paths } from '../../generated/api.js';
+import { createTrsClient, type TrsClient } from '../../clients/typescript/src/index.js';
 import { buildApp } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
-import { loadConfig, type Config, type RelayConfig } from '../../src/config.js';
+import { loadConfig, type Config, type RelayConfig, type StripeConfig, type WebConfig } from '../../src/config.js';
 import { startRelay } from '../../src/relay/runtime.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from '../../src/http/server.js';
@@ -14,7 +13,7 @@ import type { RelayQueue } from '../../src/relay/queue.js';
 import type { Role } from '../../src/db/entities.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
-import { createLogger } from '../../src/http/logging.js';
+import { createLogger } from '../../src/logging.js';
 import { KeyService, type CreatedKey } from '../../src/keys/keys.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 import { openGeoIp } from '../../src/geo/geoip.js';
@@ -27,15 +26,20 @@ export interface TestServer {
   origin: string;
   /** Base of the API: origin + /api/v2 */
   base: string;
-  /** A client typed from the generated contract: a test that drifts from it fails to compile. */
-  client: Client<paths>;
+  /**
+   * The typed client package (clients/typescript) without a key: a test that drifts from the
+   * contract fails to compile. Retries are off, so a test sees every 429 the server sends.
+   */
+  client: TrsClient;
+  /** The same client, sending `key` as X-Key. */
+  clientFor(key: string): TrsClient;
   orm: Orm;
   pool: Pool;
   clock: ManualClock;
   db: TestDatabase;
   /** Every log line the server wrote, as text. */
   logs: string[];
-  createKey(role: Role, options?: { licences?: number; email?: string; accountId?: number }): Promise<CreatedKey>;
+  createKey(role: Role, options?: { licences?: number; email?: string; accountId?: number; name?: string }): Promise<CreatedKey>;
   /** Another server process on the same database (its own app, pool and port). */
   sibling(): Promise<TestServer>;
   close(): Promise<void>;
@@ -49,7 +53,12 @@ async function listen(server: Server): Promise<string> {
 
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs'>> & { relay?: Partial<RelayConfig> };
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules'>> & {
+    relay?: Partial<RelayConfig>;
+    /** The pages' settings; `publicUrl` defaults to the test server's own origin. */
+    web?: Partial<WebConfig>;
+    stripe?: StripeConfig;
+  };
   clock?: ManualClock;
 }
 
@@ -69,6 +78,8 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   const clock = options.clock ?? new ManualClock(new Date());
   const defaults = loadConfig({});
   const relayConfig: RelayConfig = { ...defaults.relay, ...options.config?.relay };
+  // Cost 14 (16 MiB) instead of 15 keeps the many sign-ins of the tests quick; still scrypt.
+  const webConfig: WebConfig = { ...defaults.web, scryptCost: 14, ...options.config?.web };
   // Delivery polls fast in tests; the real clock times retries, the manual clock everything else.
   let relayQueue: RelayQueue | undefined;
   const metrics = new Metrics(pool, (channel) => relayQueue?.depth(channel) ?? Promise.resolve(0));
@@ -88,17 +99,26 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
       validateResponses: true,
       relay: relayConfig,
       payments: options.config?.payments ?? defaults.payments,
+      publicLimits: options.config?.publicLimits ?? defaults.publicLimits,
+      faultBudget: options.config?.faultBudget ?? defaults.faultBudget,
+      metricsToken: options.config?.metricsToken,
+      rules: options.config?.rules ?? defaults.rules,
       keyCacheMs: options.config?.keyCacheMs ?? 0,
+      web: webConfig,
+      stripe: options.config?.stripe,
     },
   });
   const server = createHttpServer(app, options.timeouts);
   const origin = await listen(server);
+  // Links in mails point at this server (read when a mail is made, so set before any request).
+  webConfig.publicUrl = options.config?.web?.publicUrl ?? origin;
   const base = `${origin}/api/v2`;
   const keys = new KeyService(orm.em);
   const self: TestServer = {
     origin,
     base,
-    client: createClient<paths>({ baseUrl: base }),
+    client: createTrsClient({ baseUrl: base, retry: { max: 0 } }),
+    clientFor: (key) => createTrsClient({ baseUrl: base, key, retry: { max: 0 } }),
     orm,
     pool,
     clock,

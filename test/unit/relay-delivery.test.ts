@@ -7,7 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../src/relay/delivery/errors.js';
 import { createMailTransport, type MailTransport } from '../../src/relay/delivery/mail.js';
 import { createSmsProvider } from '../../src/relay/delivery/sms.js';
-import { renderSmsTemplate, SMS_LANGUAGES, SMS_TEMPLATES } from '../../src/relay/delivery/templates.js';
+import { ManualClock } from '../../src/clock.js';
+import type { Queryable } from '../../src/db/pool.js';
+import { BUILTIN_SMS_TEMPLATES } from '../../src/db/migrations/Migration20261123010000FieldClients.js';
+import { SmsTemplates, UnknownTemplateError, type SmsTemplateVars } from '../../src/relay/delivery/templates.js';
 
 interface ReceivedMail {
   mailFrom: string;
@@ -370,16 +373,28 @@ const GSM7 = new Set(
 );
 
 describe('SMS templates', () => {
+  // The built-in rows as the migration seeds them, served by a stand-in for the table.
+  const rows = BUILTIN_SMS_TEMPLATES.map(([code, lang, body]) => ({ code, lang, body, builtin: true }));
+  const db = { query: async () => ({ rows }) } as unknown as Queryable;
+  const templates = new SmsTemplates(db, new ManualClock());
+  const render = (code: string, vars: SmsTemplateVars, site?: string) => templates.render(code, vars, site);
+  const TEMPLATES = [...new Set(rows.map((r) => r.code))];
+  const LANGUAGES = ['en', 'de', 'fr', 'es'] as const;
   const minute = { en: ['minute', 'minutes'], de: ['Minute', 'Minuten'], fr: ['minute', 'minutes'], es: ['minuto', 'minutos'] };
 
-  it('renders the code and the expiry in every template and language, singular and plural', () => {
-    for (const template of SMS_TEMPLATES) {
-      for (const lang of SMS_LANGUAGES) {
-        const [one, other] = minute[lang];
-        const single = renderSmsTemplate(template, { code: 'A1B2C3', expiry_min: 1, lang });
-        const several = renderSmsTemplate(template, { code: '482913', expiry_min: 5, lang });
+  it('has the four built-in templates in four languages', () => {
+    expect(TEMPLATES.sort()).toEqual(['2fa_code', '2fa_login', 'login_code', 'password_reset_code']);
+    for (const code of TEMPLATES) expect(rows.filter((r) => r.code === code).map((r) => r.lang).sort()).toEqual([...LANGUAGES].sort());
+  });
 
-        expect(single).toContain('A1B2C3');
+  it('renders the code and the expiry in every template and language, singular and plural', async () => {
+    for (const template of TEMPLATES) {
+      for (const lang of LANGUAGES) {
+        const [one, other] = minute[lang];
+        const single = await render(template, { code: '123456', expiry_min: 1, lang });
+        const several = await render(template, { code: '482913', expiry_min: 5, lang });
+
+        expect(single).toContain('123456');
         expect(single).toMatch(new RegExp(`\\b1 ${one}\\b`));
         expect(several).toContain('482913');
         expect(several).toMatch(new RegExp(`\\b5 ${other}\\b`));
@@ -389,39 +404,40 @@ describe('SMS templates', () => {
     }
   });
 
-  it('reads naturally in each language', () => {
+  it('reads naturally in each language', async () => {
     const expected = {
       en: 'Your verification code is 482913. It expires in 10 minutes.',
       de: 'Ihr Bestätigungscode lautet 482913. Er ist 10 Minuten gültig.',
       fr: 'Votre code de vérification est 482913. Il expire dans 10 minutes.',
       es: 'Usa 482913 para verificar tu identidad. Caduca en 10 minutos.',
     };
-    for (const lang of SMS_LANGUAGES) {
-      expect(renderSmsTemplate('2fa_code', { code: '482913', expiry_min: 10, lang })).toBe(expected[lang]);
-    }
-    expect(renderSmsTemplate('login_code', { code: '7731', expiry_min: 1, lang: 'de' })).toBe(
-      'Ihr Anmeldecode lautet 7731. Er ist 1 Minute gültig.',
-    );
+    for (const lang of LANGUAGES) expect(await render('2fa_code', { code: '482913', expiry_min: 10, lang })).toBe(expected[lang]);
+    expect(await render('login_code', { code: '7731', expiry_min: 1, lang: 'de' })).toBe('Ihr Anmeldecode lautet 7731. Er ist 1 Minute gültig.');
   });
 
-  it('defaults to English', () => {
-    for (const template of SMS_TEMPLATES) {
-      expect(renderSmsTemplate(template, { code: '482913', expiry_min: 5 })).toBe(
-        renderSmsTemplate(template, { code: '482913', expiry_min: 5, lang: 'en' }),
-      );
+  it('defaults to English, ignores a region, and falls back to English for a language it lacks', async () => {
+    const english = await render('2fa_login', { code: '482913', expiry_min: 10, lang: 'en' });
+    expect(await render('2fa_login', { code: '482913', expiry_min: 10 })).toBe(english);
+    expect(await render('2fa_login', { code: '482913', expiry_min: 10, lang: 'it' })).toBe(english);
+    expect(await render('2fa_login', { code: '482913', expiry_min: 10, lang: 'de_DE' })).toBe('Ihr Anmeldecode lautet 482913. Er ist 10 Minuten gültig.');
+  });
+
+  it('refuses a template it does not have, whatever the name', async () => {
+    for (const code of ['nope', '__proto__', 'constructor', 'toString']) {
+      await expect(render(code, { code: '482913', expiry_min: 5 })).rejects.toBeInstanceOf(UnknownTemplateError);
     }
   });
 
-  it('prefixes the site name when given', () => {
-    expect(renderSmsTemplate('login_code', { code: '482913', expiry_min: 5 }, 'shop.example.com')).toBe(
+  it('prefixes the site name when given', async () => {
+    expect(await render('login_code', { code: '482913', expiry_min: 5 }, 'shop.example.com')).toBe(
       'shop.example.com: Your login code is 482913. It expires in 5 minutes.',
     );
   });
 
-  it('fits one GSM-7 segment even with a site name, the longest code and expiry', () => {
-    for (const template of SMS_TEMPLATES) {
-      for (const lang of SMS_LANGUAGES) {
-        const text = renderSmsTemplate(template, { code: 'ABCDEFGHIJ', expiry_min: 1440, lang }, 'shop.example.com');
+  it('fits one GSM-7 segment even with a site name of 40 characters, the longest code and expiry', async () => {
+    for (const template of TEMPLATES) {
+      for (const lang of LANGUAGES) {
+        const text = await render(template, { code: '1234567890', expiry_min: 60, lang }, 's'.repeat(28) + '.example.com');
         expect([...text].filter((char) => !GSM7.has(char))).toEqual([]);
         expect(text.length).toBeLessThanOrEqual(160);
       }

@@ -14,6 +14,7 @@ function input(o: {
   spanDays?: number;
   severity?: number;
   whitelisted?: boolean;
+  feedback?: number;
 }): ScoreInput {
   const age = o.ageDays ?? 0;
   const span = o.spanDays ?? 0;
@@ -30,6 +31,7 @@ function input(o: {
     lastReportedAt: o.count ? new Date(NOW.getTime() - age * DAY) : null,
     maxSeverity: o.count ? (o.severity ?? 6) : 0,
     whitelisted: o.whitelisted ?? false,
+    positiveFeedback: o.feedback ?? 0,
   };
 }
 
@@ -124,6 +126,7 @@ describe('the abuse confidence score', () => {
       recencyWeight: 0,
       severityWeight: 0,
       honeypotBonus: 0,
+      feedbackWeight: 1,
       maxConfidence: 100,
       constraintReasons: [],
     });
@@ -135,7 +138,7 @@ describe('the abuse confidence score', () => {
     const ages = [2 / 24, 1, 2, 3, 4, 5, 6, 7];
     const decaySum = ages.reduce((sum, d) => sum + decayContribution(new Date(NOW.getTime() - d * DAY)), 0);
     const s = computeScore(
-      { reportCount: 8, uniqueReporters: 4, honeypotReports: 2, decaySum, lastReportedAt: new Date(NOW.getTime() - 2 * 3_600_000), maxSeverity: 8, whitelisted: false },
+      { reportCount: 8, uniqueReporters: 4, honeypotReports: 2, decaySum, lastReportedAt: new Date(NOW.getTime() - 2 * 3_600_000), maxSeverity: 8, whitelisted: false, positiveFeedback: 0 },
       NOW,
     );
     expect(s).toEqual({
@@ -146,10 +149,56 @@ describe('the abuse confidence score', () => {
         recencyWeight: 0.9941,
         severityWeight: 0.92,
         honeypotBonus: 10,
+        feedbackWeight: 1,
         maxConfidence: 100,
         constraintReasons: [],
       },
-      debugInfo: { reportCount: 8, uniqueReporters: 4, honeypotReportsCount: 2, effectiveReportCount: 7, timeDampeningFactor: 0.8458 },
+      debugInfo: { reportCount: 8, uniqueReporters: 4, honeypotReportsCount: 2, effectiveReportCount: 7, timeDampeningFactor: 0.8458, positiveFeedbackCount: 0 },
     });
+  });
+});
+
+describe('positive feedback', () => {
+  it('multiplies the score by 0.8 per distinct account, counting at most 5', () => {
+    const base = input({ count: 40, reporters: 12, ageDays: 0.1, spanDays: 3, severity: 8 });
+    const raw = (n: number) => {
+      const s = computeScore({ ...base, positiveFeedback: n }, NOW);
+      return { score: s.abuseConfidencePercentage, weight: s.confidenceBreakdown.feedbackWeight, count: s.debugInfo.positiveFeedbackCount };
+    };
+    const none = computeScore(base, NOW).abuseConfidencePercentage;
+    expect(raw(0)).toEqual({ score: none, weight: 1, count: 0 });
+    expect(raw(1).weight).toBe(0.8);
+    expect(raw(5).weight).toBe(0.3277);
+    // the sixth account counts in the number, not in the weight
+    expect(raw(6)).toEqual({ ...raw(5), count: 6 });
+    expect(raw(1).score).toBeLessThan(none);
+    expect(raw(5).score).toBeLessThan(raw(4).score);
+  });
+
+  it('never raises a score', () => {
+    fc.assert(
+      fc.property(arbitraryIp, fc.integer({ min: 0, max: 20 }), (o, n) => {
+        const i = input(o);
+        expect(computeScore({ ...i, positiveFeedback: n }, NOW).abuseConfidencePercentage).toBeLessThanOrEqual(computeScore(i, NOW).abuseConfidencePercentage);
+      }),
+    );
+  });
+});
+
+describe('the caps, exactly', () => {
+  // A heavily and recently reported address whose raw score is far above every cap.
+  const heavy = (reporters: number, honeypot = 0) => input({ count: 200, reporters, honeypot, ageDays: 0, spanDays: 1, severity: 10 });
+
+  it('holds two reporters at exactly 85 and one at exactly 60', () => {
+    // Honeypot reports lift the raw score above the caps (72.7 + 15 for two reporters).
+    expect(computeScore(heavy(2, 3), NOW).abuseConfidencePercentage).toBe(85);
+    expect(computeScore(heavy(2, 3), NOW).confidenceBreakdown.maxConfidence).toBe(85);
+    expect(computeScore(heavy(1, 3), NOW).abuseConfidencePercentage).toBe(60);
+    expect(computeScore(heavy(3, 3), NOW).abuseConfidencePercentage).toBeGreaterThan(85);
+  });
+
+  it('gives at most 15 honeypot points: 5 per honeypot report up to three', () => {
+    const bonus = (n: number) => computeScore(input({ count: 10, reporters: 10, honeypot: n }), NOW).confidenceBreakdown.honeypotBonus;
+    expect([0, 1, 2, 3, 4, 10].map(bonus)).toEqual([0, 5, 10, 15, 15, 15]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../../src/http/logging.js';
+import { redactUrl } from '../../src/logging.js';
 import { nextUtcMidnight, publicSubjectOf } from '../../src/keys/usage.js';
 import { dailyLimit } from '../../src/keys/roles.js';
 

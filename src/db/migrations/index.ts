@@ -5,6 +5,9 @@ import { Migration20261121000200Reputation } from './Migration20261121000200Repu
 import { Migration20261121000300Statistics } from './Migration20261121000300Statistics.js';
 import { Migration20261121000400Relay } from './Migration20261121000400Relay.js';
 import { Migration20261122000000StatsIndexes } from './Migration20261122000000StatsIndexes.js';
+import { Migration20261123000000SecurityScopes } from './Migration20261123000000SecurityScopes.js';
+import { Migration20261123010000FieldClients } from './Migration20261123010000FieldClients.js';
+import { Migration20261124000000Accounts } from './Migration20261124000000Accounts.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -14,4 +17,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000300Statistics', class: Migration20261121000300Statistics },
   { name: 'Migration20261121000400Relay', class: Migration20261121000400Relay },
   { name: 'Migration20261122000000StatsIndexes', class: Migration20261122000000StatsIndexes },
+  { name: 'Migration20261123000000SecurityScopes', class: Migration20261123000000SecurityScopes },
+  { name: 'Migration20261123010000FieldClients', class: Migration20261123010000FieldClients },
+  { name: 'Migration20261124000000Accounts', class: Migration20261124000000Accounts },
 ];

@@ -1,5 +1,9 @@
-import nodemailer, { type NodemailerError } from 'nodemailer';
+import addressparser from 'nodemailer/lib/addressparser';
+import { constants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
+import nodemailer, { type NodemailerError, type SendMailOptions } from 'nodemailer';
 import { DeliveryError } from './errors.js';
+import { outboxFileName, writeOutboxFile } from './outbox.js';
 
 export interface MailConfig {
   /** e.g. `smtps://user:pass@smtp.example.com` or `smtp://relay.internal:25` */
@@ -7,14 +11,28 @@ export interface MailConfig {
   /** The From address of every message: `address` or `Display Name <address>`. */
   from: string;
   dkim?: { domainName: string; keySelector: string; privateKey: string };
+  /** Keep connections open between messages (the relay's stream); `false`: one per message. */
+  pooled?: boolean;
+}
+
+/** Mail written as `.eml` files into a folder, for local development: nothing is sent. */
+export interface MailOutboxConfig {
+  /** `${DATA_DIR}/outbox/mail` */
+  dir: string;
+  from: string;
+  dkim?: MailConfig['dkim'];
 }
 
 export interface OutgoingMail {
   to: string;
+  /** The recipient's display name. */
+  toName?: string;
+  /** The sender name to show instead of the configured one; the address stays the configured one. */
+  senderName?: string;
   subject: string;
   html?: string;
   text?: string;
-  replyTo?: string;
+  replyTo?: string | { name: string; address: string };
   headers?: { name: string; value: string }[];
   messageId?: string;
 }
@@ -37,7 +55,7 @@ const PERMANENT_CODES = new Set(['EENVELOPE', 'EMAXRECIPIENTS']);
 export function createMailTransport(config: MailConfig): MailTransport {
   const transporter = nodemailer.createTransport({
     url: config.smtpUrl,
-    pool: true,
+    pool: config.pooled ?? true,
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 15_000,
@@ -52,24 +70,12 @@ export function createMailTransport(config: MailConfig): MailTransport {
 
   return {
     async send(mail) {
-      const headers = (mail.headers ?? []).map(checkHeader);
+      const options = mailOptions(config.from, mail);
       try {
-        const info = await transporter.sendMail({
-          from: config.from,
-          to: mail.to,
-          subject: mail.subject,
-          text: mail.text,
-          html: mail.html,
-          replyTo: mail.replyTo,
-          messageId: mail.messageId,
-          headers,
-        });
+        const info = await transporter.sendMail(options);
         return { messageId: info.messageId, response: info.response };
       } catch (err) {
-        const { message, code, permanent } = err as NodemailerError;
-        // `permanent` is set whenever the server replied (5xx but 503); otherwise judge by the code.
-        const retryable = permanent === undefined ? !PERMANENT_CODES.has(code ?? '') : !permanent;
-        throw new DeliveryError(`SMTP delivery failed: ${message}`, retryable, { cause: err });
+        throw deliveryError('SMTP delivery', err);
       }
     },
 
@@ -81,6 +87,80 @@ export function createMailTransport(config: MailConfig): MailTransport {
       transporter.close();
     },
   };
+}
+
+/**
+ * The same message the SMTP transport would send (nodemailer renders it, DKIM-signed when
+ * configured), written to `dir` as one `.eml` file per message instead.
+ */
+export function createMailOutbox(config: MailOutboxConfig): MailTransport {
+  const transporter = nodemailer.createTransport({
+    streamTransport: true,
+    buffer: true,
+    newline: 'windows',
+    dkim: config.dkim,
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+
+  return {
+    async send(mail) {
+      const options = mailOptions(config.from, mail);
+      let info;
+      try {
+        info = await transporter.sendMail(options);
+      } catch (err) {
+        throw deliveryError('Mail outbox', err);
+      }
+      // As over SMTP (maxRecipients), one relayed message goes to exactly one recipient.
+      if (info.envelope.to.length !== 1) {
+        throw new DeliveryError(`Mail outbox: a relayed message has one recipient, not ${info.envelope.to.length}`, false);
+      }
+      const name = outboxFileName(new Date(), info.messageId.replace(/^<|>$/g, ''), 'eml');
+      try {
+        const file = await writeOutboxFile(config.dir, name, info.message as Buffer);
+        return { messageId: info.messageId, response: `written to ${file}` };
+      } catch (err) {
+        throw new DeliveryError(`Mail outbox could not write ${name}: ${(err as Error).message}`, true, { cause: err });
+      }
+    },
+
+    async verify() {
+      await mkdir(config.dir, { recursive: true, mode: 0o700 });
+      await access(config.dir, constants.W_OK);
+    },
+
+    close() {
+      transporter.close();
+    },
+  };
+}
+
+function mailOptions(from: string, mail: OutgoingMail): SendMailOptions {
+  return {
+    // nodemailer encodes a name given apart from the address: no header can be injected by it.
+    from: mail.senderName ? { name: mail.senderName, address: addressOf(from) } : from,
+    to: mail.toName ? { name: mail.toName, address: mail.to } : mail.to,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+    replyTo: mail.replyTo,
+    messageId: mail.messageId,
+    headers: (mail.headers ?? []).map(checkHeader),
+  };
+}
+
+/** The address of a configured From (`Name <address>` or `address`). */
+function addressOf(from: string): string {
+  const parsed = addressparser(from)[0];
+  return parsed && 'address' in parsed && parsed.address ? parsed.address : from;
+}
+
+function deliveryError(what: string, err: unknown): DeliveryError {
+  const { message, code, permanent } = err as NodemailerError;
+  // `permanent` is set whenever the server replied (5xx but 503); otherwise judge by the code.
+  const retryable = permanent === undefined ? !PERMANENT_CODES.has(code ?? '') : !permanent;
+  return new DeliveryError(`${what} failed: ${message}`, retryable, { cause: err });
 }
 
 /**

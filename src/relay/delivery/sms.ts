@@ -1,77 +1,40 @@
-import { DeliveryError } from './errors.js';
-
-export interface SmsConfig {
-  /** The provider endpoint that takes `POST { to, text, sender?, reference? }`. */
-  url: string;
-  /** Sent as `Authorization: Bearer <token>`. */
-  token: string;
-  /** Sender id or number, when the provider lets the relay choose one. */
-  sender?: string;
-  /** Deadline for the whole request, 10 s by default. */
-  timeoutMs?: number;
-}
+import { createOutboxProvider, type OutboxConfig } from './sms/outbox.js';
+import { createPlivoProvider, type PlivoConfig } from './sms/plivo.js';
+import { createSnsProvider, type SnsConfig } from './sms/sns.js';
+import { createTwilioProvider, type TwilioConfig } from './sms/twilio.js';
+import { createVonageProvider, type VonageConfig } from './sms/vonage.js';
+import { createWebhookProvider, type WebhookConfig } from './sms/webhook.js';
 
 export interface SmsProvider {
-  /** Sends one SMS; fails with a {@link DeliveryError}. */
+  /** The provider's id (`twilio`, `sns`, …), e.g. for a metrics label. */
+  readonly name?: string;
+  /**
+   * Sends one SMS; fails with a {@link DeliveryError} whose `retryable` says whether the same
+   * message may get through later. `providerId` is the provider's id of the message, which its
+   * delivery receipts name.
+   */
   send(sms: { to: string; text: string; reference?: string }): Promise<{ providerId: string | null }>;
+  /** Closes kept-alive connections; the provider sends nothing afterwards. */
+  close(): Promise<void>;
 }
 
-const DEFAULT_TIMEOUT_MS = 10_000;
-/** How much of an error answer's body goes into the error message. */
-const BODY_EXCERPT_CHARS = 200;
+/** One provider's settings, by `provider`; without one, the generic webhook of old. */
+export type SmsConfig = WebhookConfig | TwilioConfig | VonageConfig | PlivoConfig | SnsConfig | OutboxConfig;
 
 export function createSmsProvider(config: SmsConfig): SmsProvider {
-  const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-
-  return {
-    async send({ to, text, reference }) {
-      const signal = AbortSignal.timeout(timeoutMs);
-      let response: Response;
-      try {
-        response = await fetch(config.url, {
-          method: 'POST',
-          headers: { Authorization: `Bearer ${config.token}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ to, text, sender: config.sender, reference }),
-          signal,
-          // A redirect is reported as the non-2xx answer it is, not followed with the token.
-          redirect: 'manual',
-        });
-      } catch (err) {
-        const message = signal.aborted
-          ? `SMS provider did not answer within ${timeoutMs} ms`
-          : `SMS provider request failed: ${describe(err)}`;
-        throw new DeliveryError(message, true, { cause: err });
-      }
-      // Once the status is known, a body that breaks off does not change the outcome: on a
-      // 2xx the provider has taken the message, and sending it again would duplicate it.
-      const body = await response.text().catch(() => '');
-      if (!response.ok) {
-        const retryable = response.status === 429 || response.status >= 500;
-        throw new DeliveryError(`SMS provider answered HTTP ${response.status}${excerpt(body)}`, retryable);
-      }
-      return { providerId: providerId(body) };
-    },
-  };
-}
-
-/** `fetch` reports network errors as "fetch failed" with the actual reason as the cause. */
-function describe(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  return err.cause instanceof Error ? `${err.message} (${err.cause.message})` : err.message;
-}
-
-function excerpt(body: string): string {
-  const flat = body.replace(/\s+/g, ' ').trim();
-  if (flat === '') return '';
-  return `: ${flat.length > BODY_EXCERPT_CHARS ? `${flat.slice(0, BODY_EXCERPT_CHARS)}…` : flat}`;
-}
-
-/** The `id` of a JSON answer, when it has one. */
-function providerId(body: string): string | null {
-  try {
-    const id: unknown = (JSON.parse(body) as { id?: unknown } | null)?.id;
-    return typeof id === 'string' || typeof id === 'number' ? String(id) : null;
-  } catch {
-    return null;
+  switch (config.provider) {
+    case undefined:
+    case 'webhook':
+      return createWebhookProvider(config);
+    case 'twilio':
+      return createTwilioProvider(config);
+    case 'vonage':
+      return createVonageProvider(config);
+    case 'plivo':
+      return createPlivoProvider(config);
+    case 'sns':
+      return createSnsProvider(config);
+    case 'outbox':
+      return createOutboxProvider(config);
   }
 }

@@ -1,0 +1,372 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { WebConfig } from '../config.js';
+import { ROLES, type Role } from '../db/entities.js';
+import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import { checkLicences } from '../keys/keys.js';
+import { recordAudit, type Actor } from './audit.js';
+import type { AccountMail, AccountMailer } from './mailer.js';
+import { DummyPassword, hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+import { looksLikeToken, newToken, tokenHash } from './secrets.js';
+import type { Sessions } from './sessions.js';
+
+export const SIGNUP_MODES = ['open', 'invite', 'closed'] as const;
+export type SignupMode = (typeof SIGNUP_MODES)[number];
+
+export interface AccountSettings {
+  signup: SignupMode;
+  /** The origin links in mails point to (PUBLIC_URL), never a request's Host header. */
+  publicUrl: () => string;
+  verifyTtlMs: number;
+  resetTtlMs: number;
+  scryptCost: number;
+  /** The service's name in mails and pages. */
+  serviceName: string;
+}
+
+/** The service's settings from the configuration (the server, the CLI and tests build it alike). */
+export function accountSettings(web: WebConfig, overrides: Partial<AccountSettings> = {}): AccountSettings {
+  return {
+    signup: web.signup,
+    publicUrl: () => web.publicUrl ?? '',
+    verifyTtlMs: web.verifyTtlMs,
+    resetTtlMs: web.resetTtlMs,
+    scryptCost: web.scryptCost,
+    serviceName: web.serviceName,
+    ...overrides,
+  };
+}
+
+export class AccountError extends Error {
+  constructor(
+    readonly code: 'signup_closed' | 'invalid_invite' | 'invalid_email' | 'weak_password' | 'invalid_sender_name' | 'unknown_account',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const EMAIL_MAX = 254;
+/** `local@domain` with a dot in the domain and nothing that needs quoting (as the relay takes them). */
+const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
+
+/** An address as it is stored and compared: trimmed and lower-cased; undefined when it is not one. */
+export function normaliseEmail(input: unknown): string | undefined {
+  if (typeof input !== 'string') return undefined;
+  const email = input.trim().toLowerCase();
+  // The pattern has no room for CR, LF or any control character: nothing reaches a mail header.
+  return email.length <= EMAIL_MAX && EMAIL.test(email) ? email : undefined;
+}
+
+/** A sender name for white-label mail: one line, printable, 1-64 characters. */
+export function checkSenderName(input: string): string | null {
+  const name = input.trim();
+  if (name === '') return null;
+  if (name.length > 64 || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name)) {
+    throw new AccountError('invalid_sender_name', 'A sender name is one line of at most 64 printable characters.');
+  }
+  return name;
+}
+
+export type SignInResult = { status: 'ok'; accountId: number } | { status: 'wrong' } | { status: 'unverified' };
+
+interface LoginRow {
+  id: number;
+  email: string;
+  password_hash: string | null;
+  email_verified_at: Date | null;
+}
+
+/**
+ * Accounts of people on the web: sign-up (open, by invite, or closed), verification and reset
+ * links (one-time, expiring), sign-in. No answer tells whether an address is registered: sign-up
+ * and reset always say "check your mail" (a registered address gets a mail saying so), and
+ * sign-in checks a password for an unknown address too, so it takes as long.
+ */
+export class AccountService {
+  private readonly dummy: DummyPassword;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly mailer: AccountMailer,
+    private readonly sessions: Sessions,
+    private readonly settings: AccountSettings,
+  ) {
+    this.dummy = new DummyPassword(settings.scryptCost);
+  }
+
+  get signupMode(): SignupMode {
+    return this.settings.signup;
+  }
+
+  /** Mail needs a transport and PUBLIC_URL: a link to a guessed origin would be worse than none. */
+  get canMail(): boolean {
+    return this.mailer.configured && this.settings.publicUrl() !== '';
+  }
+
+  private mail(mail: AccountMail): void {
+    if (this.canMail) this.mailer.send(mail);
+  }
+
+  private link(path: string, token: string): string {
+    return `${this.settings.publicUrl()}${path}?token=${token}`;
+  }
+
+  private async loginOf(db: Queryable, email: string): Promise<LoginRow | undefined> {
+    // The web login of an address, else an account the operator made with it (it may set a password by reset).
+    const { rows } = await db.query<LoginRow>(
+      `select id, email, password_hash, email_verified_at from accounts where lower(email) = $1
+        order by (password_hash is null), id limit 1`,
+      [email],
+    );
+    return rows[0];
+  }
+
+  private async issueToken(db: Queryable, accountId: number, purpose: 'verify' | 'reset'): Promise<string> {
+    const token = newToken();
+    const now = this.clock.now();
+    const ttl = purpose === 'verify' ? this.settings.verifyTtlMs : this.settings.resetTtlMs;
+    // A new link replaces the older ones of its purpose.
+    await db.query('update account_tokens set used_at = $3 where account_id = $1 and purpose = $2 and used_at is null', [accountId, purpose, now]);
+    await db.query('insert into account_tokens (token_hash, account_id, purpose, created_at, expires_at) values ($1, $2, $3, $4, $5)', [
+      tokenHash(token),
+      accountId,
+      purpose,
+      now,
+      new Date(now.getTime() + ttl),
+    ]);
+    return token;
+  }
+
+  /** The account a live link belongs to; `consume` uses it up (once, whoever asks at the same time). */
+  private async redeem(db: Queryable, token: unknown, purpose: 'verify' | 'reset', consume: boolean): Promise<number | undefined> {
+    if (!looksLikeToken(token)) return undefined;
+    const hash = tokenHash(token);
+    const now = this.clock.now();
+    const { rows } = consume
+      ? await db.query<{ account_id: number; token_hash: Buffer }>(
+          `update account_tokens set used_at = $3 where token_hash = $1 and purpose = $2 and used_at is null and expires_at > $3
+           returning account_id, token_hash`,
+          [hash, purpose, now],
+        )
+      : await db.query<{ account_id: number; token_hash: Buffer }>(
+          'select account_id, token_hash from account_tokens where token_hash = $1 and purpose = $2 and used_at is null and expires_at > $3',
+          [hash, purpose, now],
+        );
+    const row = rows[0];
+    return row && timingSafeEqual(row.token_hash, hash) ? row.account_id : undefined;
+  }
+
+  /**
+   * Sign-up. Whether or not the address has an account, the answer is the same and a mail goes
+   * out: a verification link for a new account, a note with the sign-in and reset pages for a
+   * known one. A new account starts with the Free role and no key.
+   */
+  async register(input: { email: unknown; password: string; invite?: string; ip: string }): Promise<void> {
+    if (this.settings.signup === 'closed') throw new AccountError('signup_closed', 'Sign-up is closed on this server; ask its operator for an account.');
+    const email = normaliseEmail(input.email);
+    if (!email) throw new AccountError('invalid_email', 'Enter one e-mail address, such as name@example.com.');
+    const problem = passwordProblem(input.password, email);
+    if (problem) throw new AccountError('weak_password', problem);
+    if (this.settings.signup === 'invite' && !(await this.inviteLive(input.invite))) {
+      throw new AccountError('invalid_invite', 'This invite code is not valid (it may be used or expired).');
+    }
+    // Hashed whether or not it is used, so both answers take as long.
+    const passwordHash = await hashPassword(input.password, this.settings.scryptCost);
+    const outcome = await transaction(this.pool, async (client) => {
+      await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`signup:${email}`]);
+      if (await this.loginOf(client, email)) return { known: true as const };
+      const now = this.clock.now();
+      const { rows } = await client.query<{ id: number }>(
+        `insert into accounts (email, role, licences, created_at, password_hash) values ($1, 'free', 1, $2, $3) returning id`,
+        [email, now, passwordHash],
+      );
+      const accountId = rows[0]!.id;
+      if (this.settings.signup === 'invite') await this.useInvite(client, input.invite!, accountId);
+      return { known: false as const, token: await this.issueToken(client, accountId, 'verify') };
+    });
+    const site = this.settings.publicUrl();
+    if (outcome.known) {
+      this.mail({
+        to: email,
+        subject: `${this.settings.serviceName}: you already have an account`,
+        text: `Someone, perhaps you, tried to sign up at ${site} with this address.\n\nYou already have an account. Sign in at ${site}/account/sign-in\nor choose a new password at ${site}/account/reset\n\nIf it was not you, you need do nothing.\n`,
+      });
+    } else {
+      this.mail({
+        to: email,
+        subject: `${this.settings.serviceName}: confirm your e-mail address`,
+        text: `To confirm this address and open your account at ${site}, follow this link:\n\n${this.link('/account/verify', outcome.token)}\n\nIt works once and expires in ${Math.round(this.settings.verifyTtlMs / 3_600_000)} hours.\nIf you did not sign up, ignore this mail; the account stays closed.\n`,
+      });
+    }
+  }
+
+  /** Whether a verification link is live (the page asks before using it up, see web/account-pages.ts). */
+  async verificationLive(token: unknown): Promise<boolean> {
+    return (await this.redeem(this.pool, token, 'verify', false)) !== undefined;
+  }
+
+  async verifyEmail(token: unknown, ip: string): Promise<boolean> {
+    return transaction(this.pool, async (client) => {
+      const accountId = await this.redeem(client, token, 'verify', true);
+      if (accountId === undefined) return false;
+      await client.query('update accounts set email_verified_at = coalesce(email_verified_at, $2) where id = $1', [accountId, this.clock.now()]);
+      await recordAudit(client, { accountId, kind: 'email_verified', actor: 'web', ip }, this.clock.now());
+      return true;
+    });
+  }
+
+  async signIn(input: { email: unknown; password: string; ip: string }): Promise<SignInResult> {
+    const email = normaliseEmail(input.email);
+    const login = email ? await this.loginOf(this.pool, email) : undefined;
+    if (!login?.password_hash || input.password.length > 1024) {
+      await this.dummy.burn(input.password.slice(0, 1024));
+      return { status: 'wrong' };
+    }
+    if (!(await verifyPassword(input.password, login.password_hash))) {
+      await recordAudit(this.pool, { accountId: login.id, kind: 'sign_in_failed', actor: 'web', ip: input.ip }, this.clock.now());
+      return { status: 'wrong' };
+    }
+    if (!login.email_verified_at) {
+      const token = await this.issueToken(this.pool, login.id, 'verify');
+      this.mail({
+        to: login.email,
+        subject: `${this.settings.serviceName}: confirm your e-mail address`,
+        text: `To confirm this address, follow this link:\n\n${this.link('/account/verify', token)}\n\nIt works once and expires in ${Math.round(this.settings.verifyTtlMs / 3_600_000)} hours.\n`,
+      });
+      return { status: 'unverified' };
+    }
+    await recordAudit(this.pool, { accountId: login.id, kind: 'sign_in', actor: 'web', ip: input.ip }, this.clock.now());
+    return { status: 'ok', accountId: login.id };
+  }
+
+  /** Sends a reset link when the address has an account; answers the same either way. */
+  async requestReset(emailInput: unknown): Promise<void> {
+    const email = normaliseEmail(emailInput);
+    const login = email ? await this.loginOf(this.pool, email) : undefined;
+    if (!login) return;
+    const token = await this.issueToken(this.pool, login.id, 'reset');
+    this.mail({
+      to: login.email,
+      subject: `${this.settings.serviceName}: choose a new password`,
+      text: `To choose a new password for your account at ${this.settings.publicUrl()}, follow this link:\n\n${this.link('/account/reset/confirm', token)}\n\nIt works once and expires in ${Math.round(this.settings.resetTtlMs / 60_000)} minutes.\nIf you did not ask for it, ignore this mail; your password stays as it is.\n`,
+    });
+  }
+
+  async resetLive(token: unknown): Promise<boolean> {
+    return (await this.redeem(this.pool, token, 'reset', false)) !== undefined;
+  }
+
+  /**
+   * Sets a new password from a reset link. The link proves the mailbox, so the address counts as
+   * verified; every session of the account ends.
+   */
+  async resetPassword(token: unknown, password: string, ip: string): Promise<'done' | 'invalid_link' | { problem: string }> {
+    if (!looksLikeToken(token)) return 'invalid_link';
+    const passwordHash = await hashPassword(password, this.settings.scryptCost);
+    return transaction(this.pool, async (client) => {
+      const accountId = await this.redeem(client, token, 'reset', false);
+      if (accountId === undefined) return 'invalid_link' as const;
+      const { rows } = await client.query<{ email: string }>('select email from accounts where id = $1', [accountId]);
+      const problem = passwordProblem(password, rows[0]?.email ?? '');
+      if (problem) return { problem };
+      if ((await this.redeem(client, token, 'reset', true)) === undefined) return 'invalid_link' as const;
+      const now = this.clock.now();
+      await client.query('update accounts set password_hash = $2, email_verified_at = coalesce(email_verified_at, $3) where id = $1', [
+        accountId,
+        passwordHash,
+        now,
+      ]);
+      await this.sessions.destroyAll(accountId, client);
+      await recordAudit(client, { accountId, kind: 'password_reset', actor: 'web', ip }, now);
+      return 'done' as const;
+    });
+  }
+
+  // The operator's side (CLI).
+
+  /** Marks an account's address verified (for servers that cannot send mail). */
+  async verifyByOperator(idOrEmail: string): Promise<{ accountId: number; email: string }> {
+    const email = normaliseEmail(idOrEmail);
+    const { rows } = email
+      ? await this.pool.query<{ id: number; email: string }>(
+          'select id, email from accounts where lower(email) = $1 order by (password_hash is null), id limit 1',
+          [email],
+        )
+      : await this.pool.query<{ id: number; email: string }>('select id, email from accounts where id = $1', [
+          /^\d{1,9}$/.test(idOrEmail) ? Number(idOrEmail) : -1,
+        ]);
+    const row = rows[0];
+    if (!row) throw new AccountError('unknown_account', `no account ${idOrEmail}`);
+    await this.pool.query('update accounts set email_verified_at = coalesce(email_verified_at, $2) where id = $1', [row.id, this.clock.now()]);
+    await recordAudit(this.pool, { accountId: row.id, kind: 'email_verified', actor: 'cli' }, this.clock.now());
+    return { accountId: row.id, email: row.email };
+  }
+
+  /** Changes an account's role and licences, recorded in its audit trail. */
+  async setRole(accountId: number, role: Role, licences: number | undefined, actor: Actor = 'cli'): Promise<{ role: Role; licences: number }> {
+    if (!ROLES.includes(role)) throw new AccountError('unknown_account', `unknown role ${role}`);
+    const count = checkLicences(role, licences);
+    return transaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ role: Role; licences: number }>('select role, licences from accounts where id = $1 for update', [accountId]);
+      const before = rows[0];
+      if (!before) throw new AccountError('unknown_account', `no account ${accountId}`);
+      await client.query('update accounts set role = $2, licences = $3 where id = $1', [accountId, role, count]);
+      const now = this.clock.now();
+      if (before.role !== role) await recordAudit(client, { accountId, kind: 'role_changed', actor, detail: { from: before.role, to: role } }, now);
+      if (before.licences !== count) {
+        await recordAudit(client, { accountId, kind: 'licences_changed', actor, detail: { from: before.licences, to: count } }, now);
+      }
+      return { role, licences: count };
+    });
+  }
+
+  async setSenderName(accountId: number, input: string, ip: string): Promise<string | null> {
+    const name = checkSenderName(input);
+    await transaction(this.pool, async (client) => {
+      await client.query('update accounts set sender_name = $2 where id = $1', [accountId, name]);
+      await recordAudit(client, { accountId, kind: 'sender_name_changed', actor: 'web', ip, detail: { to: name } }, this.clock.now());
+    });
+    return name;
+  }
+
+  /** A new invite code, shown once; only its hash is kept. */
+  async createInvite(note: string, days: number): Promise<{ code: string; expiresAt: Date }> {
+    const code = newToken();
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + days * 86_400_000);
+    await this.pool.query('insert into invites (code_hash, note, created_at, expires_at) values ($1, $2, $3, $4)', [
+      tokenHash(code),
+      note.slice(0, 200),
+      now,
+      expiresAt,
+    ]);
+    return { code, expiresAt };
+  }
+
+  private async inviteLive(code: string | undefined): Promise<boolean> {
+    if (!looksLikeToken(code)) return false;
+    const { rows } = await this.pool.query('select 1 from invites where code_hash = $1 and used_at is null and expires_at > $2', [
+      tokenHash(code),
+      this.clock.now(),
+    ]);
+    return rows.length === 1;
+  }
+
+  private async useInvite(db: Queryable, code: string, accountId: number): Promise<void> {
+    const { rowCount } = await db.query(
+      'update invites set used_at = $2, used_by = $3 where code_hash = $1 and used_at is null and expires_at > $2',
+      [tokenHash(code), this.clock.now(), accountId],
+    );
+    if (rowCount !== 1) throw new AccountError('invalid_invite', 'This invite code is not valid (it may be used or expired).');
+  }
+
+  /** Used and expired links, and invites that expired unused (the scheduled purge). */
+  static async purgeLinks(db: Queryable, clock: Clock): Promise<number> {
+    const now = clock.now();
+    const { rowCount: tokens } = await db.query('delete from account_tokens where expires_at <= $1 or used_at is not null', [now]);
+    const { rowCount: invites } = await db.query('delete from invites where expires_at <= $1 and used_at is null', [now]);
+    return (tokens ?? 0) + (invites ?? 0);
+  }
+}

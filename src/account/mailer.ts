@@ -1,0 +1,49 @@
+import type { Logger } from 'pino';
+import type { MailTransport } from '../relay/delivery/mail.js';
+
+export interface AccountMail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/**
+ * The account mails (verification, reset, "you already have an account"), through the same
+ * SMTP transport (or outbox) the relay is configured with. A mail is sent in the background:
+ * the answer to sign-up or reset must not take longer when a mail goes out than when none does
+ * (that would tell whether an address is registered). A failure is logged, without the link.
+ */
+export class AccountMailer {
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly transport: MailTransport | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  get configured(): boolean {
+    return this.transport !== undefined;
+  }
+
+  send(mail: AccountMail): void {
+    if (!this.transport) {
+      this.logger.warn({ subject: mail.subject }, 'account mail not sent: no mail transport is configured');
+      return;
+    }
+    const sending = this.transport
+      .send({ to: mail.to, subject: mail.subject, text: mail.text })
+      .then(() => this.logger.info({ subject: mail.subject }, 'account mail sent'))
+      .catch((err: unknown) => this.logger.error({ subject: mail.subject, err: (err as Error).message }, 'account mail failed'))
+      .finally(() => this.pending.delete(sending));
+    this.pending.add(sending);
+  }
+
+  /** Waits for mails under way (shutdown, tests). */
+  async settle(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+
+  close(): void {
+    this.transport?.close();
+  }
+}

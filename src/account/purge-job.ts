@@ -1,0 +1,71 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { WebConfig } from '../config.js';
+import { withClient, type Pool } from '../db/pool.js';
+import { AccountService } from './accounts.js';
+import { AuditTrail } from './audit.js';
+import { Sessions } from './sessions.js';
+import { AuthThrottle } from './throttle.js';
+
+/** Any stable number: the advisory lock that lets one process purge at a time. */
+const PURGE_LOCK = 7_260_112_019;
+const EVERY_MS = 60 * 60_000;
+
+export interface Purged {
+  sessions: number;
+  links: number;
+  throttle: number;
+  audit: number;
+}
+
+/**
+ * Deletes what has outlived its use: ended sessions, used or expired links and invites, ended
+ * throttle windows, and audit events older than AUDIT_RETENTION_DAYS. Hourly, by whichever
+ * process takes the lock; the CLI runs the same purge at once (`accounts purge`).
+ */
+export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'>): Promise<Purged | undefined> {
+  return withClient(pool, async (client) => {
+    const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [PURGE_LOCK]);
+    if (!rows[0]!.locked) return undefined;
+    try {
+      const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
+      return {
+        sessions: await sessions.purge(),
+        links: await AccountService.purgeLinks(client, clock),
+        throttle: await new AuthThrottle(client, clock).purge(),
+        audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
+      };
+    } finally {
+      await client.query('select pg_advisory_unlock($1)', [PURGE_LOCK]).catch(() => undefined);
+    }
+  });
+}
+
+export class PurgeJob {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly config: Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'>,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    const tick = () => {
+      this.running ??= purgeAccounts(this.pool, this.clock, this.config)
+        .then((purged) => purged && this.logger.info({ purged }, 'account data purged'))
+        .catch((err: unknown) => this.logger.error({ err }, 'account purge failed'))
+        .finally(() => (this.running = undefined));
+    };
+    tick();
+    this.timer = setInterval(tick, EVERY_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

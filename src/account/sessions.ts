@@ -1,0 +1,80 @@
+import type { Clock } from '../clock.js';
+import type { Queryable } from '../db/pool.js';
+import { looksLikeToken, newToken, tokenHash } from './secrets.js';
+
+export interface SessionLimits {
+  /** A session ends this long after sign-in, used or not (SESSION_DAYS). */
+  absoluteMs: number;
+  /** …and this long after its last request (SESSION_IDLE_HOURS). */
+  idleMs: number;
+}
+
+export interface Session {
+  accountId: number;
+  /** The session's own secret, binding its CSRF tokens (never shown, never logged). */
+  token: string;
+  createdAt: Date;
+}
+
+/** A session's last use is written at most this often, not on every page. */
+const TOUCH_EVERY_MS = 5 * 60_000;
+
+/**
+ * Sessions in PostgreSQL, so that every process sees the same ones and a sign-out ends a
+ * session everywhere at once. The cookie holds a random 256-bit id; the table holds its
+ * SHA-256. A sign-in always makes a new id (no fixation); a password reset ends them all.
+ */
+export class Sessions {
+  constructor(
+    private readonly db: Queryable,
+    private readonly clock: Clock,
+    private readonly limits: SessionLimits,
+  ) {}
+
+  async create(accountId: number, ip: string, userAgent: string): Promise<Session> {
+    const token = newToken();
+    const now = this.clock.now();
+    await this.db.query(
+      `insert into web_sessions (id_hash, account_id, created_at, last_seen_at, expires_at, ip, user_agent)
+       values ($1, $2, $3, $3, $4, $5, $6)`,
+      [tokenHash(token), accountId, now, new Date(now.getTime() + this.limits.absoluteMs), ip.slice(0, 64), userAgent.slice(0, 200)],
+    );
+    return { accountId, token, createdAt: now };
+  }
+
+  /** The live session of a cookie value, or undefined (unknown, expired, idle too long). */
+  async find(token: string | undefined): Promise<Session | undefined> {
+    if (!looksLikeToken(token)) return undefined;
+    const now = this.clock.now();
+    const { rows } = await this.db.query<{ account_id: number; created_at: Date; last_seen_at: Date }>(
+      `select account_id, created_at, last_seen_at from web_sessions
+        where id_hash = $1 and expires_at > $2 and last_seen_at > $3`,
+      [tokenHash(token), now, new Date(now.getTime() - this.limits.idleMs)],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    if (now.getTime() - row.last_seen_at.getTime() > TOUCH_EVERY_MS) {
+      await this.db.query('update web_sessions set last_seen_at = $2 where id_hash = $1', [tokenHash(token), now]);
+    }
+    return { accountId: row.account_id, token, createdAt: row.created_at };
+  }
+
+  async destroy(token: string | undefined): Promise<void> {
+    if (!looksLikeToken(token)) return;
+    await this.db.query('delete from web_sessions where id_hash = $1', [tokenHash(token)]);
+  }
+
+  /** Ends every session of an account (a password reset; a role change leaves them). */
+  async destroyAll(accountId: number, db: Queryable = this.db): Promise<void> {
+    await db.query('delete from web_sessions where account_id = $1', [accountId]);
+  }
+
+  async purge(db: Queryable = this.db): Promise<number> {
+    const now = this.clock.now();
+    const { rowCount } = await db.query('delete from web_sessions where expires_at <= $1 or last_seen_at <= $2', [
+      now,
+      new Date(now.getTime() - this.limits.idleMs),
+    ]);
+    return rowCount ?? 0;
+  }
+}

@@ -1,0 +1,80 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import pino from 'pino';
+import { AccountService, accountSettings } from '../account/accounts.js';
+import { AccountMailer } from '../account/mailer.js';
+import { purgeAccounts } from '../account/purge-job.js';
+import { Sessions } from '../account/sessions.js';
+import { systemClock } from '../clock.js';
+import { loadConfig } from '../config.js';
+import type { Database } from '../db/connect.js';
+import { ROLES, type Role } from '../db/entities.js';
+
+type WithDatabase = <T>(work: (db: Database) => Promise<T>) => Promise<T>;
+type Print = (value: unknown, json: boolean, text: () => string) => void;
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+/** The account service for the operator's commands (they send no mail). */
+function service(db: Database): AccountService {
+  const web = loadConfig().web;
+  const logger = pino({ level: 'silent' });
+  const sessions = new Sessions(db.pool, systemClock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
+  return new AccountService(db.pool, systemClock, new AccountMailer(undefined, logger), sessions, accountSettings(web));
+}
+
+/** `accounts …` and `invites create`: what the operator does for web accounts. */
+export function accountCommands(program: Command, withDatabase: WithDatabase, print: Print): void {
+  const accounts = program.command('accounts').description('web accounts: confirm addresses, change roles and licences, purge old data');
+
+  accounts
+    .command('verify <idOrEmail>')
+    .description("mark an account's address as confirmed (for servers that cannot send mail)")
+    .option('--json', 'print a JSON object')
+    .action(async (idOrEmail: string, opts: { json?: boolean }) => {
+      const done = await withDatabase((db) => service(db).verifyByOperator(idOrEmail));
+      print(done, !!opts.json, () => `account ${done.accountId} (${done.email}) is confirmed; it can sign in now`);
+    });
+
+  accounts
+    .command('set-role <accountId>')
+    .description("change an account's role (and Business licences); recorded in its audit trail")
+    .addOption(new Option('--role <role>', 'the new role').choices(ROLES).makeOptionMandatory())
+    .option('--licences <n>', 'business licences (2-20)', positiveInt)
+    .option('--json', 'print a JSON object')
+    .action(async (accountId: string, opts: { role: Role; licences?: number; json?: boolean }) => {
+      const id = positiveInt(accountId);
+      const done = await withDatabase((db) => service(db).setRole(id, opts.role, opts.licences));
+      print({ accountId: id, ...done }, !!opts.json, () => `account ${id} is ${done.role}${done.role === 'business' ? ` with ${done.licences} licences` : ''}`);
+    });
+
+  accounts
+    .command('purge')
+    .description('delete ended sessions, used or expired links, old throttle windows and audit events past AUDIT_RETENTION_DAYS (the server does it hourly)')
+    .option('--json', 'print a JSON object')
+    .action(async (opts: { json?: boolean }) => {
+      const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, loadConfig().web));
+      print(purged ?? { busy: true }, !!opts.json, () =>
+        purged ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events` : 'another process is purging right now',
+      );
+    });
+
+  program
+    .command('invites')
+    .description('invite codes for SIGNUP=invite')
+    .command('create')
+    .description('make an invite code (shown once; only its hash is stored)')
+    .option('--days <n>', 'days the code stays valid', positiveInt, 14)
+    .option('--note <text>', 'who it is for', '')
+    .option('--json', 'print a JSON object')
+    .action(async (opts: { days: number; note: string; json?: boolean }) => {
+      const invite = await withDatabase((db) => service(db).createInvite(opts.note, opts.days));
+      const url = loadConfig().web.publicUrl;
+      print({ ...invite, url: url && `${url}/account/register?invite=${invite.code}` }, !!opts.json, () =>
+        [`invite code ${invite.code}`, `valid until ${invite.expiresAt.toISOString()}`, url ? `sign-up page: ${url}/account/register?invite=${invite.code}` : ''].filter(Boolean).join('\n'),
+      );
+    });
+}

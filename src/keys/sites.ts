@@ -1,0 +1,94 @@
+import type { Clock } from '../clock.js';
+import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import type { Caller } from './keys.js';
+import { sitesPerDay } from './roles.js';
+
+/**
+ * The site a request is made for, from a URL (`X-Rip-Site`, `site_url`): its host name in
+ * lower case without `www.`, so that every spelling of one site counts once; undefined when
+ * the text is not an absolute http(s) URL.
+ */
+export function siteHost(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.hostname === '') return undefined;
+  return parsed.hostname.toLowerCase().replace(/^www\./, '');
+}
+
+export interface SiteUse {
+  /** The site was taken (known today, or new and within the limit). */
+  allowed: boolean;
+  /** Distinct sites of the key today, this one included when it was taken. */
+  used: number;
+  /** -1: unlimited. */
+  limit: number;
+}
+
+/** Sites a process remembers as taken, per key and day, so that repeat requests cost no I/O. */
+const REMEMBERED_MAX = 50_000;
+
+const utcDay = (now: Date) => now.toISOString().slice(0, 10);
+
+/**
+ * The sites each key is used from per UTC day (the `domains` of /verify-key): counted from
+ * `X-Rip-Site` on any request and `site_url` on relay sends, and bounded by the role's
+ * number of sites per day. Taking a site is exact across processes (an advisory lock per key);
+ * a site a process has seen taken today costs nothing more.
+ */
+export class KeySites {
+  private readonly remembered = new Set<string>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Takes a site for the key today, in a transaction of its own. */
+  async use(caller: Caller, site: string): Promise<SiteUse> {
+    const limit = sitesPerDay(caller.role, caller.licences);
+    const day = utcDay(this.clock.now());
+    const memo = `${caller.keyId}|${day}|${site}`;
+    if (this.remembered.has(memo)) return { allowed: true, used: -1, limit };
+    const result = await transaction(this.pool, (client) => this.useIn(client, caller, site));
+    if (result.allowed) {
+      if (this.remembered.size >= REMEMBERED_MAX) this.remembered.clear();
+      this.remembered.add(memo);
+    }
+    return result;
+  }
+
+  /** Takes a site for the key today inside the caller's transaction (the relay's send). */
+  async useIn(db: Queryable, caller: Caller, site: string): Promise<SiteUse> {
+    const limit = sitesPerDay(caller.role, caller.licences);
+    const now = this.clock.now();
+    await db.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`key-sites:${caller.keyId}`]);
+    const { rows } = await db.query<{ used: number; known: boolean | null }>(
+      'select count(*)::int as used, bool_or(site = $3) as known from key_sites where key_id = $1 and day = $2::date',
+      [caller.keyId, utcDay(now), site],
+    );
+    const { used, known } = rows[0]!;
+    if (known) return { allowed: true, used, limit };
+    if (limit >= 0 && used >= limit) return { allowed: false, used, limit };
+    await db.query('insert into key_sites (key_id, day, site, first_seen) values ($1, $2::date, $3, $4) on conflict do nothing', [
+      caller.keyId,
+      utcDay(now),
+      site,
+      now,
+    ]);
+    return { allowed: true, used: used + 1, limit };
+  }
+
+  /** The key's sites today and its limit. */
+  async today(caller: Caller): Promise<{ used: number; limit: number }> {
+    const { rows } = await this.pool.query<{ used: number }>({
+      name: 'key-sites-today',
+      text: 'select count(*)::int as used from key_sites where key_id = $1 and day = $2::date',
+      values: [caller.keyId, utcDay(this.clock.now())],
+    });
+    return { used: rows[0]!.used, limit: sitesPerDay(caller.role, caller.licences) };
+  }
+}

@@ -1,0 +1,95 @@
+import { PublishCommand, SNSClient, SNSServiceException, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
+import type { SmsProvider } from '../sms.js';
+import { DeliveryError } from '../errors.js';
+import { DEFAULT_TIMEOUT_MS, retryableStatus } from './http.js';
+
+/**
+ * Amazon SNS, Publish to a phone number:
+ * https://docs.aws.amazon.com/sns/latest/dg/sms_publish-to-phone.html
+ *
+ * The official SDK (`@aws-sdk/client-sns`), unlike the other providers: a request needs a
+ * SigV4 signature and credentials from the standard chain (environment, shared files, SSO,
+ * web identity, ECS and EC2 roles, with refresh), which is a lot to get right by hand, and the
+ * v3 client is small, modular and well kept. It keeps connections alive by default, takes an
+ * `endpoint` (for tests and VPC endpoints) and does not follow redirects.
+ */
+export interface SnsConfig {
+  provider: 'sns';
+  /** The region whose SNS sends the SMS (not every region does). */
+  region: string;
+  /** Transactional (2FA codes: delivery first) or Promotional (cheapest). */
+  smsType: 'Transactional' | 'Promotional';
+  /** An alphanumeric sender id (3-11 characters), where the destination country allows one. */
+  senderId?: string;
+  /** A number or short code of the account to send from (E.164). */
+  originationNumber?: string;
+  /** Another endpoint than the region's (a VPC endpoint, a test fake). */
+  endpoint?: string;
+  /** Fixed credentials instead of the standard chain (the tests' fake needs no real ones). */
+  credentials?: SNSClientConfig['credentials'];
+  timeoutMs?: number;
+}
+
+/** Error names of a throttled request; the SDK gives the query protocol's codes as names. */
+const THROTTLING = new Set(['ThrottledException', 'KMSThrottlingException', 'Throttling', 'ThrottlingException']);
+
+export function createSnsProvider(config: SnsConfig): SmsProvider {
+  const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const client = new SNSClient({
+    region: config.region,
+    endpoint: config.endpoint,
+    credentials: config.credentials,
+    // One attempt per delivery: the relay queue retries with its own backoff, and a send that
+    // the SDK retried inside our deadline could go out twice without us knowing.
+    maxAttempts: 1,
+    requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
+  });
+  const attributes: Record<string, MessageAttributeValue> = {
+    'AWS.SNS.SMS.SMSType': { DataType: 'String', StringValue: config.smsType },
+  };
+  if (config.senderId) attributes['AWS.SNS.SMS.SenderID'] = { DataType: 'String', StringValue: config.senderId };
+  if (config.originationNumber) {
+    attributes['AWS.MM.SMS.OriginationNumber'] = { DataType: 'String', StringValue: config.originationNumber };
+  }
+
+  return {
+    name: 'sns',
+    async send({ to, text }) {
+      const signal = AbortSignal.timeout(timeoutMs);
+      try {
+        const result = await client.send(new PublishCommand({ PhoneNumber: to, Message: text, MessageAttributes: attributes }), {
+          abortSignal: signal,
+        });
+        return { providerId: result.MessageId ?? null };
+      } catch (err) {
+        throw deliveryError(err, signal.aborted, timeoutMs);
+      }
+    },
+    async close() {
+      client.destroy();
+    },
+  };
+}
+
+/**
+ * An answer from SNS by its status (429 and 5xx may pass, like the throttling codes SNS
+ * sends with a 400; any other refusal repeats: InvalidParameter for a bad number,
+ * AuthorizationError, OptedOut…). No answer at all (network, timeout) may pass too. Neither
+ * the SDK's messages nor its errors carry the secret key, which never leaves the signer.
+ */
+function deliveryError(err: unknown, aborted: boolean, timeoutMs: number): DeliveryError {
+  if (err instanceof SNSServiceException) {
+    const status = err.$metadata.httpStatusCode ?? 0;
+    const retryable = retryableStatus(status) || THROTTLING.has(err.name) || err.$fault === 'server';
+    return new DeliveryError(`Amazon SNS answered HTTP ${status}, ${err.name}: ${err.message}`, retryable, { cause: err });
+  }
+  const { name, message } = err instanceof Error ? err : { name: 'Error', message: String(err) };
+  if (aborted || name === 'TimeoutError') {
+    return new DeliveryError(`Amazon SNS did not answer within ${timeoutMs} ms`, true, { cause: err });
+  }
+  // No usable credentials in the chain: a configuration problem, not one that passes.
+  if (name === 'CredentialsProviderError') {
+    return new DeliveryError(`Amazon SNS: no AWS credentials could be loaded: ${message}`, false, { cause: err });
+  }
+  return new DeliveryError(`Amazon SNS request failed: ${message}`, true, { cause: err });
+}

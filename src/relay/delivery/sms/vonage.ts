@@ -1,0 +1,155 @@
+import { createHash, createHmac } from 'node:crypto';
+import type { SmsProvider } from '../sms.js';
+import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
+import { bodyParams, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
+
+/**
+ * Vonage (formerly Nexmo) SMS API: https://developer.vonage.com/en/api/sms
+ *
+ * Plain HTTPS rather than `@vonage/server-sdk`: sending is one form POST, and the SDK is a
+ * family of packages around node-fetch with its own agent, which would take the keep-alive,
+ * timeout and redirect policy out of our hands for no gain.
+ */
+export interface VonageConfig {
+  provider: 'vonage';
+  apiKey: string;
+  apiSecret: string;
+  /** A Vonage number or an alphanumeric sender id (up to 11 characters). */
+  from: string;
+  /** Another API origin than `https://rest.nexmo.com` (a test fake, a proxy). */
+  apiBase?: string;
+  /** Where Vonage posts delivery receipts (`callback`, overriding the dashboard's setting). */
+  receiptUrl?: string;
+  /** What {@link verifyVonageReceipt} checks receipts with; sending does not use it. */
+  receiptSignature?: VonageSignature;
+  timeoutMs?: number;
+}
+
+/** The signature settings of the account, from the dashboard, for signed delivery receipts. */
+export interface VonageSignature {
+  secret: string;
+  method: VonageSignatureMethod;
+}
+
+/** The dashboard's choices: "MD5 hash" (the default), or an HMAC with MD5, SHA-1, SHA-256, SHA-512. */
+export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
+
+const DEFAULT_API_BASE = 'https://rest.nexmo.com';
+
+/**
+ * The `status` values of a refused message a later attempt may get past: 1 throttled,
+ * 5 internal error, 10 too many existing binds. Every other one (3 invalid parameters,
+ * 4 invalid credentials, 6 unroutable, 7 number barred, 9 out of credit, 15 invalid sender,
+ * 29 non-whitelisted destination, …) repeats: https://developer.vonage.com/en/api-errors/sms
+ */
+const RETRYABLE_STATUSES = new Set(['1', '5', '10']);
+
+/**
+ * GSM 03.38: its basic table, and the extension table's characters (sent as two septets).
+ * Text made only of these goes as `type=text`; anything else needs `type=unicode`, which
+ * Vonage would otherwise turn into question marks.
+ */
+const GSM7 = new Set(
+  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà' +
+    '\f^{}\\[~]|€',
+);
+
+export function createVonageProvider(config: VonageConfig): SmsProvider {
+  const http = createHttpClient({ label: 'Vonage', timeoutMs: config.timeoutMs, secrets: [config.apiSecret] });
+  const url = `${config.apiBase ?? DEFAULT_API_BASE}/sms/json`;
+  const headers = { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' };
+
+  return {
+    name: 'vonage',
+    async send({ to, text, reference }) {
+      const form = new URLSearchParams({
+        api_key: config.apiKey,
+        api_secret: config.apiSecret,
+        from: config.from,
+        // E.164 without the leading "+", as the API expects.
+        to: to.replace(/^\+/, ''),
+        text,
+      });
+      if (![...text].every((char) => GSM7.has(char))) form.set('type', 'unicode');
+      if (config.receiptUrl) form.set('callback', config.receiptUrl);
+      if (reference) form.set('client-ref', reference);
+
+      const { status, body } = await http.post(url, headers, form.toString());
+      if (status < 200 || status > 299) {
+        throw http.error(`Vonage answered HTTP ${status}${excerpt(body)}`, retryableStatus(status));
+      }
+      // HTTP 200 whatever became of the message; each part of it has its own status:
+      // {"message-count": "1", "messages": [{"status": "0", "message-id": "…", …}]}
+      const parts = jsonObject(body).messages;
+      const messages = Array.isArray(parts) ? (parts as Record<string, unknown>[]) : [];
+      const refused = messages.find((part) => part.status !== '0');
+      if (messages.length === 0 || refused) {
+        const code = typeof refused?.status === 'string' ? refused.status : undefined;
+        const reason = typeof refused?.['error-text'] === 'string' ? `: ${refused['error-text']}` : excerpt(body);
+        throw http.error(
+          `Vonage refused the message${code === undefined ? '' : ` with status ${code}`}${reason}`,
+          code !== undefined && RETRYABLE_STATUSES.has(code),
+        );
+      }
+      const id = messages[0]?.['message-id'];
+      return { providerId: typeof id === 'string' ? id : null };
+    },
+    close: () => http.close(),
+  };
+}
+
+/**
+ * The SMS API's signature over the parameters but `sig`: `&name=value` for each, sorted by
+ * name, with `&` and `=` in values turned into `_`; then MD5 of that and the secret
+ * (`md5hash`), or an HMAC of it keyed with the secret; hex
+ * (https://developer.vonage.com/en/getting-started/concepts/signing-messages).
+ */
+function signature(params: URLSearchParams, { secret, method }: VonageSignature): string {
+  const signed = [...params.entries()]
+    .filter(([name]) => name !== 'sig')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => `&${name}=${value.replace(/[&=]/g, '_')}`)
+    .join('');
+  if (method === 'md5hash') return createHash('md5').update(signed + secret).digest('hex');
+  return createHmac(method, secret).update(signed).digest('hex');
+}
+
+/** https://developer.vonage.com/en/messaging/sms/guides/delivery-receipts */
+function receiptStatus(status: string): ReceiptStatus {
+  if (status === 'delivered') return 'delivered';
+  if (status === 'expired' || status === 'failed' || status === 'rejected') return 'undelivered';
+  return 'sent'; // accepted, buffered, unknown
+}
+
+/**
+ * Verifies a signed Vonage delivery receipt (`sig`, `timestamp`, `nonce` among its
+ * parameters; signed receipts are switched on by Vonage support) and reads it: `messageId`,
+ * `status` and `err-code`. A receipt signed more than `toleranceSeconds` from `now` is
+ * refused, so a captured one cannot be replayed later.
+ */
+export function verifyVonageReceipt(
+  request: ReceiptRequest,
+  credentials: VonageSignature,
+  now: Date = new Date(),
+  toleranceSeconds = 300,
+): ReceiptVerdict {
+  // Vonage sends receipts as GET (query), POST (form) or POST-JSON, as set in the dashboard.
+  const params = request.method.toUpperCase() === 'GET' ? new URL(request.url).searchParams : bodyParams(request);
+  const given = params.get('sig');
+  if (!given || !safeEqual(signature(params, credentials), given.toLowerCase())) {
+    return refuse(401, 'invalid_signature', 'The sig parameter does not match the receipt.');
+  }
+  const timestamp = Number(params.get('timestamp'));
+  if (!Number.isInteger(timestamp) || Math.abs(now.getTime() / 1000 - timestamp) > toleranceSeconds) {
+    return refuse(400, 'stale_receipt', `The receipt was signed more than ${toleranceSeconds} seconds away from now.`);
+  }
+  const providerId = params.get('messageId');
+  const status = params.get('status');
+  if (!providerId || !status) return refuse(400, 'invalid_receipt', 'messageId and status are required.');
+  const mapped = receiptStatus(status);
+  const error = params.get('err-code');
+  return {
+    ok: true,
+    receipt: mapped === 'undelivered' && error ? { providerId, status: mapped, error } : { providerId, status: mapped },
+  };
+}

@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import type { Router } from 'express';
+import type { Logger } from 'pino';
+import { AccountService, accountSettings } from '../account/accounts.js';
+import { AuditTrail } from '../account/audit.js';
+import { Dashboard } from '../account/dashboard.js';
+import { AccountMailer } from '../account/mailer.js';
+import { sharedSecret } from '../account/secrets.js';
+import { Sessions } from '../account/sessions.js';
+import { AuthThrottle } from '../account/throttle.js';
+import type { CategoryService } from '../categories/categories.js';
+import type { Clock } from '../clock.js';
+import type { RelayConfig, StripeConfig, WebConfig } from '../config.js';
+import type { Orm } from '../db/orm.js';
+import type { Pool } from '../db/pool.js';
+import { KeyService } from '../keys/keys.js';
+import type { Meter } from '../keys/usage.js';
+import { StripePayments, stripeWebhookRouter } from '../payments/stripe.js';
+import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';
+import type { BundleLedger } from '../relay/ledger.js';
+import type { RelayService } from '../relay/service.js';
+import type { ReputationService } from '../reputation/service.js';
+import type { StatsService } from '../stats/service.js';
+import { Assets, Pages } from './render.js';
+import { webRouter } from './router.js';
+
+export interface WebParts {
+  orm: Orm;
+  pool: Pool;
+  clock: Clock;
+  logger: Logger;
+  web: WebConfig;
+  stripe: StripeConfig | undefined;
+  relayMail: RelayConfig['mail'];
+  meter: Meter;
+  stats: StatsService;
+  categories: CategoryService;
+  reputation: ReputationService;
+  relay: RelayService;
+  ledger: BundleLedger;
+}
+
+/**
+ * The account mails go through the transport the relay is configured with (SMTP or the
+ * development outbox), from ACCOUNT_MAIL_FROM or the relay's From, DKIM-signed alike. They are
+ * few, so each gets a connection of its own: none stays open for the process to close.
+ */
+function accountTransport(mail: RelayConfig['mail'], from: string | undefined): MailTransport | undefined {
+  if (!mail) return undefined;
+  const dkim = mail.dkim && { domainName: mail.dkim.domainName, keySelector: mail.dkim.keySelector, privateKey: readFileSync(mail.dkim.keyFile, 'utf8') };
+  return mail.transport === 'outbox'
+    ? createMailOutbox({ dir: mail.dir, from: from ?? mail.from, dkim })
+    : createMailTransport({ smtpUrl: mail.smtpUrl, from: from ?? mail.from, dkim, pooled: false });
+}
+
+/** The pages and the Stripe webhook, built from the app's own services. */
+export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Router | undefined } {
+  const { pool, clock, logger, web } = parts;
+  const mailer = new AccountMailer(accountTransport(parts.relayMail, web.mailFrom), logger);
+  const sessions = new Sessions(pool, clock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
+  const audit = new AuditTrail(pool, clock, web.auditRetentionMs);
+  const publicUrl = () => web.publicUrl;
+  const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web));
+  const stripe = parts.stripe && new StripePayments(parts.stripe, publicUrl);
+  let csrfKey: Promise<Buffer> | undefined;
+  const pages = webRouter({
+    config: web,
+    clock,
+    logger,
+    pages: new Pages(new Assets(), stripe ? ['https://checkout.stripe.com'] : []),
+    accounts,
+    sessions,
+    throttle: new AuthThrottle(pool, clock),
+    audit,
+    dashboard: new Dashboard(pool, clock, parts.meter, parts.relay, audit),
+    keys: new KeyService(parts.orm.em),
+    meter: parts.meter,
+    stats: parts.stats,
+    categories: parts.categories,
+    reputation: parts.reputation,
+    stripe,
+    csrfKey: () => {
+      csrfKey ??= sharedSecret(pool, 'csrf');
+      csrfKey.catch(() => (csrfKey = undefined));
+      return csrfKey;
+    },
+  });
+  return { pages, stripeWebhook: stripe && stripeWebhookRouter(stripe, parts.ledger, logger) };
+}

@@ -1,0 +1,70 @@
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { authPages } from './auth-pages.js';
+import { FormError, requireAccount, requireCsrf, webContext, type WebDeps } from './context.js';
+import { dashboardPages } from './dashboard-pages.js';
+import { publicPages } from './public-pages.js';
+
+/**
+ * The web pages: `/` (statistics, map, trends, lookup), `/lookup`, and the account pages under
+ * `/account`. They sit outside `/api/v2` and its validator, so each form is bounded here: a
+ * urlencoded body of at most 16 KiB and 20 fields, every field a single string of a bounded
+ * length (context.ts `field`), a CSRF token on every POST.
+ */
+export function webRouter(deps: WebDeps): Router {
+  const router = express.Router({ strict: true, caseSensitive: true });
+  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20, type: 'application/x-www-form-urlencoded' });
+  const page = webContext(deps);
+  const csrf = requireCsrf(deps);
+  const pub = publicPages(deps);
+  const auth = authPages(deps);
+  const dash = dashboardPages(deps);
+
+  router.get('/assets/:file', (req, res, next) => {
+    if (!deps.pages.assets.serve(req, res)) next();
+  });
+  router.get('/', page, pub.home);
+  router.get('/lookup', page, pub.lookup);
+
+  router.get('/account/register', page, auth.registerPage);
+  router.post('/account/register', form, page, csrf, auth.register);
+  router.get('/account/verify', page, auth.verifyPage);
+  router.post('/account/verify', form, page, csrf, auth.verify);
+  router.get('/account/sign-in', page, auth.signInPage);
+  router.post('/account/sign-in', form, page, csrf, auth.signIn);
+  router.post('/account/sign-out', form, page, csrf, auth.signOut);
+  router.get('/account/reset', page, auth.resetPage);
+  router.post('/account/reset', form, page, csrf, auth.reset);
+  router.get('/account/reset/confirm', page, auth.resetConfirmPage);
+  router.post('/account/reset/confirm', form, page, csrf, auth.resetConfirm);
+
+  router.get('/account', page, requireAccount, dash.dashboard);
+  router.post('/account/keys', form, page, csrf, requireAccount, dash.createKey);
+  router.post('/account/keys/:keyId/revoke', form, page, csrf, requireAccount, dash.revokeKey);
+  router.post('/account/sender-name', form, page, csrf, requireAccount, dash.senderName);
+  router.post('/account/bundles/:bundleId/buy', form, page, csrf, requireAccount, dash.buy);
+  router.get('/account/audit', page, requireAccount, dash.audit);
+  router.get('/account/audit.csv', page, requireAccount, dash.auditCsv);
+
+  router.use(pageErrors(deps));
+  return router;
+}
+
+interface BodyError {
+  type?: string;
+  status?: number;
+}
+
+/** Errors of the pages answer as pages: a bad form 400 (413 too large), anything else 500. */
+function pageErrors(deps: WebDeps) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const body = err as BodyError;
+    let status = 500;
+    let text = 'Something went wrong on our side. Try again in a minute.';
+    if (err instanceof FormError) [status, text] = [400, err.message];
+    else if (body?.type === 'entity.too.large' || body?.type === 'parameters.too.many') [status, text] = [413, 'The form is larger than this page ever sends.'];
+    else if (typeof body?.status === 'number' && body.status >= 400 && body.status < 500) [status, text] = [400, 'The form could not be read.'];
+    else req.log?.error({ err }, 'page failed');
+    if (res.headersSent) return;
+    deps.pages.send(res, 'message', { serviceName: deps.config.serviceName, csrf: res.locals.web?.csrf ?? '', signedInAs: res.locals.web?.account?.email, title: 'Not done', text }, status);
+  };
+}

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadApiArtifacts } from '../../src/openapi.js';
+import { call, rawCall, type CallResult } from '../support/http.js';
+import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+/**
+ * Finding 1 (HIGH): paths that Express routed but the validator skipped. Every operation of the
+ * document is tried under other spellings of its path; each answers 404, or exactly what the
+ * canonical path answers (a percent-encoded letter is the same path). Then the attacks of the
+ * review are replayed through `/API/V2/...`: none is queued, delivered, charged or stored.
+ */
+const doc = loadApiArtifacts().document as any;
+const deref = (node: any): any =>
+  node && typeof node.$ref === 'string' ? deref(node.$ref.slice(2).split('/').reduce((o: any, k: string) => o[k.replace(/~1/g, '/')], doc)) : node;
+
+interface Operation {
+  id: string;
+  method: string;
+  /** The path with its parameters filled from the document's examples. */
+  path: string;
+  /** A query string the document refuses (an unknown parameter): the canonical answer is 400. */
+  badQuery: string;
+  body?: string;
+}
+
+const operations: Operation[] = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+  Object.entries(item).map(([method, op]) => {
+    let filled = path;
+    const query: string[] = [];
+    for (const p of ((op.parameters ?? []) as any[]).map(deref)) {
+      if (p.in === 'path') filled = filled.replace(`{${p.name}}`, encodeURIComponent(String(p.example)));
+      else if (p.in === 'query' && p.required) query.push(`${p.name}=${encodeURIComponent(String(p.example))}`);
+    }
+    const content = deref(op.requestBody)?.content?.['application/json'];
+    const example = content && deref(Object.values(content.examples ?? {})[0]);
+    return {
+      id: op.operationId as string,
+      method: method.toUpperCase(),
+      path: filled,
+      badQuery: [...query, 'not_a_parameter=1'].join('&'),
+      body: example ? JSON.stringify(example.value) : undefined,
+    };
+  }),
+);
+
+const VARIANTS: Record<string, (path: string) => string> = {
+  'upper-case base': (p) => `/API/V2${p}`,
+  'upper-case path': (p) => `/api/v2${p.replace(/^\/[a-z-]+/, (seg) => seg.toUpperCase())}`,
+  'mixed-case base': (p) => `/Api/v2${p}`,
+  'trailing slash': (p) => `/api/v2${p}/`,
+  'double slash before': (p) => `/api/v2/${p}`,
+  'double slash inside': (p) => `//api/v2${p}`,
+  'dot segment': (p) => `/api/v2/x/..${p}`,
+  'encoded dot segment': (p) => `/api/v2/x/%2e%2e${p}`,
+  'encoded slash': (p) => `/api/v2${p.replace(/^\//, '%2F')}`,
+  'encoded backslash': (p) => `/api/v2${p}%5C`,
+  'NUL byte': (p) => `/api/v2${p}%00`,
+};
+
+let s: TestServer;
+let smtp: Awaited<ReturnType<typeof startSmtp>>;
+let sms: Awaited<ReturnType<typeof startSmsProvider>>;
+let key: string;
+
+beforeAll(async () => {
+  smtp = await startSmtp();
+  sms = await startSmsProvider();
+  s = await startTestServer({
+    config: { relay: { mail: { smtpUrl: smtp.url, from: 'relay@example.net' }, sms: { url: sms.url, token: sms.token } } },
+  });
+  key = (await s.createKey('enterprise')).key;
+});
+afterAll(async () => {
+  await s?.close();
+  await smtp?.close();
+  await sms?.close();
+});
+
+async function send(op: Operation, path: string, query: string): Promise<CallResult> {
+  return rawCall(s.origin, `${path}${query ? `?${query}` : ''}`, {
+    method: op.method,
+    key,
+    ...(op.method === 'POST' ? { body: op.body ?? '{}', headers: { 'content-type': 'application/json' } } : {}),
+  });
+}
+
+/** What a test compares: the status and the body, without what differs per request. */
+const answer = (res: CallResult) => ({ status: res.status, body: res.body });
+
+async function stored() {
+  const { rows } = await s.pool.query(
+    `select (select count(*) from reports)::int as reports, (select count(*) from relay_messages)::int as relay,
+            (select coalesce(sum(used), 0) from usage_counters where counter <> 'faults')::int as used`,
+  );
+  return rows[0];
+}
+
+describe('every operation under every other spelling of its path', () => {
+  it('covers all operations of the document', () => {
+    expect(operations.length).toBeGreaterThanOrEqual(22);
+  });
+
+  for (const op of operations) {
+    it(`${op.method} ${op.path} (${op.id})`, async () => {
+      const before = await stored();
+      const canonical = answer(await send(op, `/api/v2${op.path}`, op.badQuery));
+      expect(canonical.status, 'the canonical path validates the query').toBe(400);
+      for (const [name, variant] of Object.entries(VARIANTS)) {
+        const res = await send(op, variant(op.path), op.badQuery);
+        expect(res.status, `${name}: ${variant(op.path)}`).toBe(404);
+        expect(res.body.meta ?? res.body, name).toMatchObject(res.body.meta ? { success: false, code: 404 } : { ok: false, code: 'not_found' });
+      }
+      // A percent-encoded letter is the same path: exactly the canonical answer.
+      const encoded = `/api/v2${op.path.replace(/[a-z]/, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+      expect(answer(await send(op, encoded, op.badQuery)), encoded).toEqual(canonical);
+      expect(await stored()).toEqual(before);
+    });
+  }
+
+  it('decodes an IPv6 address sent percent-encoded in the path, as the canonical path', async () => {
+    const plain = await call(s.origin, '/api/v2/reports/2001:db8::1', { key });
+    const encoded = await call(s.origin, '/api/v2/reports/2001%3Adb8%3A%3A1', { key });
+    expect(plain.status).toBe(200);
+    expect(encoded.body).toEqual(plain.body);
+  });
+});
+
+describe('the attacks of the review, through /API/V2', () => {
+  const attacks: [string, unknown][] = [
+    ['/relay-mail', { recipient: 'a@example.com', subject: 's', body_text: 't', headers: [{ name: 'Sender', value: 'ceo@example.com' }, { name: 'Return-Path', value: 'b@attacker.test' }, { name: 'Reply-To', value: 'c@attacker.test' }] }],
+    ['/relay-mail', { recipient: 'victim@example.com (one)', subject: 's', body_text: 't' }],
+    ['/relay-mail', { recipient: 'Bob <victim@example.com>', subject: 's', body_text: 't' }],
+    ['/relay-mail', { recipient: 'a4@example.com\r\nBcc: evil4@attacker.test', subject: 's', body_text: 't' }],
+    ['/relay-sms', { recipient_phone: '+4915112345678', template_code: '2fa_code', template_vars: { code: '0000. Your account is locked, call +44 909 8790000', expiry_min: -5 } }],
+    ['/relay-sms', { recipient_phone: '+4915112345678', message: 'x'.repeat(5000) }],
+    ['/bulk-check', { ips: Array.from({ length: 100_000 }, (_, i) => `8.${i >> 16}.${(i >> 8) & 255}.${i & 255}`) }],
+  ];
+
+  for (const [path, body] of attacks) {
+    it(`refuses POST /API/V2${path} with ${JSON.stringify(body).slice(0, 80)}`, async () => {
+      const before = await stored();
+      for (const base of ['/API/V2', '/Api/V2', '/api/V2']) {
+        const res = await rawCall(s.origin, base + path, { key, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+        expect(res.status).toBe(404);
+      }
+      await new Promise((r) => setTimeout(r, 700)); // a queued message would be delivered by now
+      expect(await stored()).toEqual(before);
+      expect(smtp.received).toHaveLength(0);
+      expect(sms.requests).toHaveLength(0);
+    });
+  }
+});
