@@ -29,6 +29,9 @@ COPY package.json package-lock.json ./
 COPY vendor ./vendor
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY generated ./generated
+# The account pages: templates and static files, read at run time.
+COPY views ./views
+COPY public ./public
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080

@@ -207,7 +207,13 @@ async function main(): Promise<void> {
     if (again.response.status !== 304) throw new Error(`GET /blacklist with its ETag answered ${again.response.status}, not 304`);
     const docs = await fetch(`http://127.0.0.1:${port}/api/v2/docs`);
     if (docs.status !== 200) throw new Error(`the reference answered ${docs.status}: the build stage did not build it`);
-    log('smoke test passed: report, check, blacklist (200, then 304 for its ETag), reference');
+    const signIn = await fetch(`http://127.0.0.1:${port}/account/sign-in`);
+    const page = await signIn.text();
+    const stylesheet = /href="(\/assets\/site\.[0-9a-f]+\.css)"/.exec(page)?.[1];
+    if (signIn.status !== 200 || !stylesheet) throw new Error(`the sign-in page answered ${signIn.status}: the image lacks views/ or public/`);
+    const css = await fetch(`http://127.0.0.1:${port}${stylesheet}`);
+    if (css.status !== 200) throw new Error(`${stylesheet} answered ${css.status}: the image lacks public/`);
+    log('smoke test passed: report, check, blacklist (200, then 304 for its ETag), reference, account pages and their assets');
 
     server.kill('SIGTERM');
     const code = await exited;
