@@ -42,6 +42,8 @@ import { relayHandlers } from './relay/handlers.js';
 import { BundleLedger } from './relay/ledger.js';
 import { paymentsRouter } from './relay/payments.js';
 import type { RelayQueue } from './relay/queue.js';
+import { DeliveryReceipts, receiptsRouter } from './relay/receipts.js';
+import type { RelayRuntime } from './relay/runtime.js';
 import { RelayService, relayLimits } from './relay/service.js';
 import { SmsTemplates } from './relay/delivery/templates.js';
 import { StatsService } from './stats/service.js';
@@ -57,6 +59,8 @@ export interface AppDeps {
   geo: GeoIp;
   /** The relay's queue; undefined where no transport is configured (sends answer 503). */
   relayQueue: RelayQueue | undefined;
+  /** The SMS provider's delivery receipts, where it posts them. */
+  smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
     Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe'>>;
@@ -173,6 +177,10 @@ export function buildApp(deps: AppDeps): Express {
   });
 
   app.use(paymentsRouter(ledger, config.payments, clock));
+  if (deps.smsReceipts) {
+    const { provider, endpoint } = deps.smsReceipts;
+    app.use(receiptsRouter(provider, endpoint, new DeliveryReceipts(pool, clock), clock, logger, metrics));
+  }
   if (web.stripeWebhook) app.use(web.stripeWebhook);
   // The pages (/, /lookup, /account/…): their own form parser, CSRF and CSP (src/web/).
   app.use(web.pages);

@@ -122,6 +122,10 @@ const schema = z.object({
     .default('professional,business,enterprise'),
   RELAY_RETRY_LIMIT: z.coerce.number().int().min(0).max(20).default(5),
   RELAY_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).default(30),
+  RELAY_MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),
+  RELAY_SMS_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),
+  RELAY_POLL_SECONDS: z.coerce.number().min(0.5).max(300).default(2),
+  RELAY_DELIVERY: boolean.default(true),
   PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
   RULES_DIR: z.string().min(1).optional(),
@@ -240,6 +244,12 @@ export interface RelayConfig {
   smsFreeTextRoles: Role[];
   retryLimit: number;
   retryDelaySeconds: number;
+  /**
+   * How deliveries run in this process: messages handed to a channel's transport at once, how
+   * often an idle worker looks for work it was not woken for, and whether this process delivers
+   * at all (`false`: it accepts and queues; other processes deliver).
+   */
+  delivery: { concurrency: { mail: number; sms: number }; pollSeconds: number; enabled: boolean };
   /** Appended to Professional relay mails (RELAY_MAIL_FOOTER); Business and Enterprise mails are white-label. */
   mailFooter?: string;
 }
@@ -301,6 +311,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       smsFreeTextRoles: e.RELAY_SMS_FREE_TEXT_ROLES.split(',').filter(Boolean) as Role[],
       retryLimit: e.RELAY_RETRY_LIMIT,
       retryDelaySeconds: e.RELAY_RETRY_DELAY_SECONDS,
+      delivery: {
+        concurrency: { mail: e.RELAY_MAIL_CONCURRENCY, sms: e.RELAY_SMS_CONCURRENCY },
+        pollSeconds: e.RELAY_POLL_SECONDS,
+        enabled: e.RELAY_DELIVERY,
+      },
       mailFooter: e.RELAY_MAIL_FOOTER?.trim() || undefined,
     },
     payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },

@@ -15,7 +15,7 @@ import { startRelay } from './relay/runtime.js';
 import { Metrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { Drain } from './http/drain.js';
-import type { RelayQueue } from './relay/queue.js';
+import { RelayMessages } from './relay/messages.js';
 
 /** One server process: database, app, scheduled jobs, relay worker; graceful stop on signals. */
 async function serve(config: Config, logger: Logger): Promise<void> {
@@ -23,13 +23,14 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   // A worker's supervisor has migrated already: the worker only checks that nothing is pending.
   const migrate = config.migrateOnStart && cluster.isPrimary ? 'apply' : 'verify';
   const [geo, database] = await Promise.all([openGeoIp({ ...config.geoip, progress: logProgress(logger) }), connectDatabase(config, logger, { migrate })]);
-  let relayQueue: RelayQueue | undefined;
-  const metrics = new Metrics(database.pool, (channel) => relayQueue?.depth(channel) ?? Promise.resolve(0));
+  const relayMessages = new RelayMessages(database.pool, systemClock);
+  const metrics = new Metrics(database.pool, () => relayMessages.backlog());
   const relay = await startRelay(config.relay, database.url, database.pool, systemClock, logger, {
     queueConnections: config.databaseUrl ? 4 : 2,
     metrics,
+    // The embedded database has one process and one session: no one else to hear from.
+    listen: config.databaseUrl !== undefined,
   });
-  relayQueue = relay.queue;
   const drain = new Drain();
   const app = buildApp({
     drain,
@@ -37,6 +38,7 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     pool: database.pool,
     geo,
     relayQueue: relay.queue,
+    smsReceipts: relay.smsReceipts,
     metrics,
     config,
     logger,

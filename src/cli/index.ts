@@ -17,6 +17,7 @@ import { blacklistSnapshots } from '../blacklist/snapshots.js';
 import { systemClock } from '../clock.js';
 import { BundleLedger, bundleBalance } from '../relay/ledger.js';
 import { BUNDLES } from '../relay/policy.js';
+import { RelayMessages, type RelayMessageView } from '../relay/messages.js';
 import { writeFile } from 'node:fs/promises';
 import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/categories.js';
 import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
@@ -174,6 +175,52 @@ bundles
       sms: await bundleBalance(db.pool, opts.account, 'sms'),
     }));
     print({ accountId: opts.account, ...balances }, !!opts.json, () => `mail ${balances.mail}, sms ${balances.sms}`);
+  });
+
+const relay = program.command('relay').description('the 2FA relay\'s messages: where each one stands');
+
+/** One message's lifecycle as lines: each step with its time. */
+function messageText(m: RelayMessageView): string {
+  const at = (d: Date | null) => (d ? new Date(d).toISOString() : '-');
+  return [
+    `message ${m.id}  ${m.channel}  ${m.status}  account ${m.account_id}  to ${m.recipient}${m.site ? `  site ${m.site}` : ''}`,
+    `  queued    ${at(m.created_at)}  (${m.funded_by})`,
+    `  sending   ${at(m.sending_at)}  attempts ${m.attempts}`,
+    `  sent      ${at(m.sent_at)}${m.provider ? `  via ${m.provider}${m.provider_id ? ` as ${m.provider_id}` : ''}` : ''}`,
+    `  receipt   ${at(m.receipt_at)}${m.status === 'delivered' || m.status === 'undelivered' ? `  ${m.status}` : ''}${m.receipt_error ? `  error ${m.receipt_error}` : ''}`,
+    `  finished  ${at(m.finished_at)}${m.last_error ? `  last error: ${m.last_error}` : ''}`,
+  ].join('\n');
+}
+
+relay
+  .command('messages')
+  .description('an account\'s relay messages, newest first: status, recipient, provider, times')
+  .requiredOption('--account <id>', 'account id', positiveInt)
+  .option('--limit <n>', 'how many', positiveInt, 50)
+  .option('--json', 'print a JSON array')
+  .action(async (opts: { account: number; limit: number; json?: boolean }) => {
+    const rows = await withDatabase((db) => new RelayMessages(db.pool, systemClock).list(opts.account, Math.min(opts.limit, 10_000)));
+    print(rows, !!opts.json, () =>
+      rows
+        .map((m) =>
+          [String(m.id).padStart(8), new Date(m.created_at).toISOString(), m.channel.padEnd(4), m.status.padEnd(11), m.provider ?? '-', m.recipient].join('  '),
+        )
+        .join('\n') || `account ${opts.account} has sent no relay message`,
+    );
+  });
+
+relay
+  .command('message <queueId>')
+  .description('one relay message (the queue_id of its send): each step of its delivery with its time')
+  .option('--json', 'print a JSON object')
+  .action(async (queueId: string, opts: { json?: boolean }) => {
+    const message = await withDatabase((db) => new RelayMessages(db.pool, systemClock).get(positiveInt(queueId)));
+    if (!message) {
+      process.exitCode = 1;
+      process.stderr.write(`no relay message ${queueId}\n`);
+      return;
+    }
+    print(message, !!opts.json, () => messageText(message));
   });
 
 const categories = program.command('categories').description('the threat-category catalogue: the 30 of the specification, the web set 31-58, your own');

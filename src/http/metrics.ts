@@ -31,12 +31,23 @@ export class Metrics {
   });
   readonly relayOutcomes = new Counter({
     name: 'trs_relay_messages_total',
-    help: 'Relay messages by channel and outcome (queued, sent, retried, failed)',
+    help: 'Relay messages by channel and outcome (sent, retried, failed; delivered, undelivered from receipts)',
     labelNames: ['channel', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly relayDeliverySeconds = new Histogram({
+    name: 'trs_relay_delivery_seconds',
+    help: 'Time from a relay send accepted (its 200) to its transport taking the message, by channel and provider',
+    labelNames: ['channel', 'provider'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+    registers: [this.registry],
+  });
 
-  constructor(pool: Pool, relayDepth?: (channel: 'mail' | 'sms') => Promise<number>) {
+  /**
+   * @param relayBacklog the relay messages waiting or being handed on now, per channel: how many,
+   *   and the age in seconds of the oldest (0 when none); read when the metrics are scraped.
+   */
+  constructor(pool: Pool, relayBacklog?: () => Promise<Record<'mail' | 'sms', { depth: number; oldestSeconds: number }>>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'trs_' });
     new Gauge({
       name: 'trs_db_pool_connections',
@@ -49,14 +60,31 @@ export class Metrics {
         this.set({ state: 'waiting' }, pool.waitingCount);
       },
     });
+    // Both gauges come from one reading per scrape.
+    type Backlog = Record<'mail' | 'sms', { depth: number; oldestSeconds: number }> | undefined;
+    let reading: Promise<Backlog> | undefined;
+    const read = (): Promise<Backlog> =>
+      (reading ??= (relayBacklog?.() ?? Promise.resolve(undefined))
+        .catch(() => undefined)
+        .finally(() => setImmediate(() => (reading = undefined))));
     new Gauge({
       name: 'trs_relay_queue_depth',
-      help: 'Relay messages waiting for delivery, by channel',
+      help: 'Relay messages waiting for delivery or being handed on, by channel',
       labelNames: ['channel'] as const,
       registers: [this.registry],
       async collect() {
-        if (!relayDepth) return;
-        for (const channel of ['mail', 'sms'] as const) this.set({ channel }, await relayDepth(channel).catch(() => 0));
+        const now = await read();
+        if (now) for (const channel of ['mail', 'sms'] as const) this.set({ channel }, now[channel].depth);
+      },
+    });
+    new Gauge({
+      name: 'trs_relay_queue_oldest_seconds',
+      help: 'Age of the oldest relay message waiting for delivery, by channel (0 when none waits)',
+      labelNames: ['channel'] as const,
+      registers: [this.registry],
+      async collect() {
+        const now = await read();
+        if (now) for (const channel of ['mail', 'sms'] as const) this.set({ channel }, now[channel].oldestSeconds);
       },
     });
   }

@@ -99,7 +99,7 @@ type Outcome = { status: number; body: Record<string, unknown> };
 
 /** `POST /webhooks/stripe`: Stripe's signature scheme (`Stripe-Signature`), then the ledger. */
 export function stripeWebhookRouter(stripe: StripePayments, ledger: BundleLedger, logger: Logger): Router {
-  const router = express.Router();
+  const router = express.Router({ caseSensitive: true, strict: true });
   router.post('/webhooks/stripe', express.raw({ type: 'application/json', limit: '256kb' }), async (req, res) => {
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     let event: Stripe.Event;

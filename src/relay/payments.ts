@@ -49,7 +49,7 @@ export function verifySignature(secret: string, header: string | undefined, rawB
 }
 
 export function paymentsRouter(ledger: BundleLedger, config: PaymentsConfig, clock: Clock): Router {
-  const router = express.Router();
+  const router = express.Router({ caseSensitive: true, strict: true });
   router.post('/webhooks/payments', express.raw({ type: 'application/json', limit: '64kb' }), async (req, res) => {
     if (!config.secret) {
       res.status(503).json({ ok: false, code: 'not_configured', message: 'PAYMENT_WEBHOOK_SECRET is not set on this server.' });

@@ -3,14 +3,15 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import type { Pool } from '../db/pool.js';
-import type { Metrics } from '../http/metrics.js';
 import { createMailOutbox, createMailTransport } from './delivery/mail.js';
-import { createSmsProvider } from './delivery/sms.js';
+import { createSmsProvider, type ReceiptEndpoint } from './delivery/sms.js';
 import { RelayQueue } from './queue.js';
-import { RelayWorker, type Transports } from './worker.js';
+import { RelayWorker, type DeliveryMetrics, type Transports } from './worker.js';
 
 export interface RelayRuntime {
   queue: RelayQueue | undefined;
+  /** The SMS provider's delivery receipts, where it posts them (RELAY_RECEIPT_BASE_URL set). */
+  smsReceipts: { provider: string; endpoint: ReceiptEndpoint } | undefined;
   stop(): Promise<void>;
 }
 
@@ -24,7 +25,12 @@ export async function startRelay(
   pool: Pool,
   clock: Clock,
   logger: Logger,
-  options: { pollingSeconds?: number; queueConnections?: number; metrics?: Metrics } = {},
+  options: {
+    queueConnections?: number;
+    metrics?: DeliveryMetrics;
+    /** Listen for other processes' sends (PostgreSQL NOTIFY); off for the embedded database. */
+    listen?: boolean;
+  } = {},
 ): Promise<RelayRuntime> {
   const transports: Transports = {};
   if (config.mail) {
@@ -36,22 +42,41 @@ export async function startRelay(
     transports.mail =
       config.mail.transport === 'outbox'
         ? createMailOutbox({ dir: config.mail.dir, from: config.mail.from, dkim })
-        : createMailTransport({ smtpUrl: config.mail.smtpUrl, from: config.mail.from, dkim });
+        : createMailTransport({
+            smtpUrl: config.mail.smtpUrl,
+            from: config.mail.from,
+            dkim,
+            maxConnections: config.delivery.concurrency.mail,
+          });
   }
   if (config.sms) transports.sms = createSmsProvider(config.sms);
-  if (!transports.mail && !transports.sms) {
-    logger.info('relay: no mail transport or SMS provider configured; relay sends answer 503');
-    return { queue: undefined, stop: async () => undefined };
+  // Said at every start, so that an operator who expected messages to go out learns why not.
+  if (!transports.mail) {
+    logger.warn('relay: no mail transport configured (RELAY_SMTP_URL, or RELAY_MAIL_TRANSPORT=outbox for development): /relay-mail answers 503');
   }
+  if (!transports.sms) {
+    logger.warn('relay: no SMS provider configured (RELAY_SMS_PROVIDER, or outbox for development): /relay-sms answers 503');
+  }
+  if (!transports.mail && !transports.sms) return { queue: undefined, smsReceipts: undefined, stop: async () => undefined };
   const queue = await RelayQueue.open(
     databaseUrl,
-    { retryLimit: config.retryLimit, retryDelaySeconds: config.retryDelaySeconds, pollingSeconds: options.pollingSeconds },
+    { retryLimit: config.retryLimit, retryDelaySeconds: config.retryDelaySeconds, listen: options.listen ?? true },
     logger,
     options.queueConnections,
   );
-  await new RelayWorker(pool, queue, transports, clock, logger, options.metrics).start();
+  if (config.delivery.enabled) {
+    new RelayWorker(pool, queue, transports, clock, logger, options.metrics).start(config.delivery);
+    logger.info(
+      { mail: transports.mail?.name ?? null, sms: transports.sms?.name ?? null, concurrency: config.delivery.concurrency },
+      'relay: delivering queued messages',
+    );
+  } else {
+    logger.info('relay: RELAY_DELIVERY=false, this process queues messages and other processes deliver them');
+  }
+  const sms = transports.sms;
   return {
     queue,
+    smsReceipts: sms?.receipts && { provider: sms.name, endpoint: sms.receipts },
     async stop() {
       await queue.stop();
       transports.mail?.close();

@@ -151,8 +151,8 @@ export class RelayService {
     const period = periodOf(this.clock.now());
     const { rows } = await db.query<{ sent: number; queued: number; failed: number; used: number }>({
       name: 'relay-block',
-      text: `select count(*) filter (where m.status = 'sent')::int as sent,
-                    count(*) filter (where m.status = 'queued')::int as queued,
+      text: `select count(*) filter (where m.status in ('sent', 'delivered', 'undelivered'))::int as sent,
+                    count(*) filter (where m.status in ('queued', 'sending'))::int as queued,
                     count(*) filter (where m.status = 'failed')::int as failed,
                     coalesce((select inclusive_used from relay_usage u
                                where u.account_id = $1 and u.channel = $2 and u.period_start = $3), 0) as used
@@ -266,7 +266,7 @@ export class RelayService {
     const period = periodOf(now);
     // A refused send may try again when the next period restores the inclusive quota.
     const untilNextPeriod = Math.ceil((period.end.getTime() - now.getTime()) / 1000);
-    return transaction(this.pool, async (client) => {
+    const accepted = await transaction(this.pool, async (client) => {
       // One send at a time per recipient, per site of the account, per key's site list and per
       // account channel: the throttles and the charge below see every earlier send they count.
       const keys = [`recipient:${recipient}`, `site:${caller.accountId}:${site.host}`, `charge:${caller.accountId}:${channel}`]
@@ -318,6 +318,9 @@ export class RelayService {
       await queue.enqueue(channel, id, client);
       return { ok: true as const, queue_id: id, remaining_quota: await this.block(client, caller, channel) };
     });
+    // Committed: this process's workers start on it now (other processes' are notified).
+    queue.wake(channel);
+    return accepted;
   }
 
   /**

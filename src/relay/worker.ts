@@ -1,21 +1,21 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Metrics } from '../http/metrics.js';
 import { transaction, type Pool } from '../db/pool.js';
+import { serializeError } from '../logging.js';
 import type { MailTransport } from './delivery/mail.js';
 import type { SmsProvider } from './delivery/sms.js';
 import type { Channel } from './policy.js';
-import type { DeliveryJob, RelayQueue } from './queue.js';
+import type { ConsumeOptions, DeliveryJob, RelayQueue } from './queue.js';
 
-interface StoredMessage {
+interface ClaimedMessage {
   id: number;
   account_id: number;
   channel: Channel;
   period_start: Date;
   funded_by: 'inclusive' | 'bundle';
-  status: string;
   recipient: string;
   payload: MailPayload | SmsPayload;
+  created_at: Date;
 }
 
 export interface MailPayload {
@@ -40,9 +40,21 @@ export interface Transports {
   sms?: SmsProvider;
 }
 
+/** What the worker reports to the process's metrics (kept apart from how they are served). */
+export interface DeliveryMetrics {
+  relayOutcomes: { inc(labels: { channel: Channel; outcome: string }): void };
+  /** Seconds from a send's acceptance (its 200) to its transport taking the message. */
+  relayDeliverySeconds: { observe(labels: { channel: Channel; provider: string }, seconds: number): void };
+}
+
+/** Waits between attempts to record an outcome while the database is away (about 30 s in all). */
+const RECORD_RETRY_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000];
+
 /**
- * Delivers queued relay messages. Each ends as `sent` or, once its retries are spent (or the
- * provider refuses it outright), as `failed`; a failed message gives its charge back.
+ * Delivers queued relay messages. A message is claimed (`sending`), handed to its channel's
+ * transport, and recorded as `sent` with the provider's id of it; a failed attempt puts it back
+ * (`queued`) for the queue's retry, and once its retries are spent (or the provider refuses it
+ * outright) it ends `failed` and its charge is given back.
  */
 export class RelayWorker {
   constructor(
@@ -51,54 +63,87 @@ export class RelayWorker {
     private readonly transports: Transports,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    private readonly metrics?: Metrics,
+    private readonly metrics?: DeliveryMetrics,
   ) {}
 
-  async start(): Promise<void> {
-    if (this.transports.mail) await this.queue.work('mail', (job) => this.deliver(job));
-    if (this.transports.sms) await this.queue.work('sms', (job) => this.deliver(job));
+  /** Starts the configured channels' deliveries in this process. */
+  start(options: { concurrency: Record<Channel, number>; pollSeconds: number }): void {
+    for (const channel of ['mail', 'sms'] as const) {
+      if (!this.transports[channel]) continue;
+      const consume: ConsumeOptions = { concurrency: options.concurrency[channel], pollSeconds: options.pollSeconds };
+      this.queue.consume(channel, consume, (job) => this.deliver(job));
+    }
+  }
+
+  /** The name of the transport a channel's messages go through (`smtp`, `twilio`, …). */
+  provider(channel: Channel): string {
+    return (channel === 'mail' ? this.transports.mail?.name : this.transports.sms?.name) ?? 'none';
   }
 
   private async deliver(job: DeliveryJob): Promise<void> {
-    const { rows } = await this.pool.query<StoredMessage>(
-      `select id, account_id, channel, period_start, funded_by, status, recipient, payload
-         from relay_messages where id = $1`,
-      [job.data.messageId],
-    );
-    const message = rows[0];
-    if (!message || message.status !== 'queued') return;
+    const message = await this.claim(job.data.messageId);
+    // Sent, failed, or claimed by no one any more: nothing to do (a job handed out twice).
+    if (!message) return;
+    const provider = this.provider(message.channel);
+    let providerId: string | null;
     try {
-      await this.send(message);
-      await this.pool.query(
-        `update relay_messages set status = 'sent', attempts = attempts + 1, finished_at = $2, last_error = null
-          where id = $1 and status = 'queued'`,
-        [message.id, this.clock.now()],
-      );
-      this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'sent' });
-      this.logger.info({ messageId: message.id, channel: message.channel }, 'relay message sent');
+      providerId = await this.send(message);
     } catch (err) {
       const error = err as Error & { retryable?: boolean };
       const final = error.retryable === false || job.retryCount >= job.retryLimit;
       if (!final) {
-        await this.pool.query('update relay_messages set attempts = attempts + 1, last_error = $2 where id = $1', [
-          message.id,
-          error.message.slice(0, 500),
-        ]);
+        await this.record(message.id, () =>
+          this.pool.query(`update relay_messages set status = 'queued', last_error = $2 where id = $1 and status = 'sending'`, [
+            message.id,
+            error.message.slice(0, 500),
+          ]),
+        );
         this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'retried' });
-        this.logger.warn({ messageId: message.id, attempt: job.retryCount + 1, err: error.message }, 'relay delivery failed; will retry');
+        this.logger.warn({ messageId: message.id, attempt: job.retryCount + 1, provider, err: error.message }, 'relay delivery failed; will retry');
         throw err;
       }
-      await this.fail(message, error.message);
+      await this.record(message.id, () => this.fail(message, error.message));
       this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'failed' });
-      this.logger.error({ messageId: message.id, err: error.message }, 'relay message failed');
+      this.logger.error({ messageId: message.id, provider, err: error.message }, 'relay message failed');
+      return;
     }
+    // The transport has the message: from here on it must be recorded, never sent again.
+    const sentAt = this.clock.now();
+    await this.record(message.id, () =>
+      this.pool.query(
+        `update relay_messages
+            set status = 'sent', sent_at = $2, finished_at = $2, provider = $3, provider_id = $4, last_error = null
+          where id = $1 and status = 'sending'`,
+        [message.id, sentAt, provider, providerId],
+      ),
+    );
+    const seconds = Math.max(0, (sentAt.getTime() - new Date(message.created_at).getTime()) / 1000);
+    this.metrics?.relayDeliverySeconds.observe({ channel: message.channel, provider }, seconds);
+    this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'sent' });
+    this.logger.info({ messageId: message.id, channel: message.channel, provider, providerId }, 'relay message sent');
   }
 
-  private async send(message: StoredMessage): Promise<void> {
+  /**
+   * Takes a message for one attempt: `queued` (or `sending`, left so by a process that stopped
+   * in the middle; whether it went out is unknown, and a 2FA code sent twice beats one never
+   * sent) becomes `sending`.
+   */
+  private async claim(id: number): Promise<ClaimedMessage | undefined> {
+    const { rows } = await this.pool.query<ClaimedMessage>(
+      `update relay_messages set status = 'sending', sending_at = coalesce(sending_at, $2), attempts = attempts + 1
+        where id = $1 and status in ('queued', 'sending')
+        returning id, account_id, channel, period_start, funded_by, recipient, payload, created_at`,
+      [id, this.clock.now()],
+    );
+    return rows[0];
+  }
+
+  /** Hands the message to its transport; resolves with the provider's id of it. */
+  private async send(message: ClaimedMessage): Promise<string | null> {
     if (message.channel === 'mail') {
       const p = message.payload as MailPayload;
       if (!this.transports.mail) throw Object.assign(new Error('no SMTP transport is configured'), { retryable: false });
-      await this.transports.mail.send({
+      const sent = await this.transports.mail.send({
         to: message.recipient,
         toName: p.toName,
         senderName: p.senderName,
@@ -108,18 +153,19 @@ export class RelayWorker {
         replyTo: p.replyTo,
         headers: p.headers,
       });
-    } else {
-      if (!this.transports.sms) throw Object.assign(new Error('no SMS provider is configured'), { retryable: false });
-      await this.transports.sms.send({ to: message.recipient, text: (message.payload as SmsPayload).text, reference: String(message.id) });
+      return sent.messageId;
     }
+    if (!this.transports.sms) throw Object.assign(new Error('no SMS provider is configured'), { retryable: false });
+    const sent = await this.transports.sms.send({ to: message.recipient, text: (message.payload as SmsPayload).text, reference: String(message.id) });
+    return sent.providerId;
   }
 
   /** Marks the message failed and gives its charge back, once. */
-  private async fail(message: StoredMessage, reason: string): Promise<void> {
+  private async fail(message: ClaimedMessage, reason: string): Promise<void> {
     await transaction(this.pool, async (client) => {
       const { rowCount } = await client.query(
-        `update relay_messages set status = 'failed', attempts = attempts + 1, last_error = $2, finished_at = $3
-          where id = $1 and status = 'queued'`,
+        `update relay_messages set status = 'failed', last_error = $2, finished_at = $3
+          where id = $1 and status in ('queued', 'sending')`,
         [message.id, reason.slice(0, 500), this.clock.now()],
       );
       if (rowCount !== 1) return;
@@ -137,5 +183,26 @@ export class RelayWorker {
         );
       }
     });
+  }
+
+  /**
+   * Writes an outcome, trying again while the database is away: an outcome that is lost would
+   * have the message sent again (or its charge kept). After about 30 s it gives up; the job then
+   * comes back once it expires, and the message's status decides what happens to it.
+   */
+  private async record(messageId: number, write: () => Promise<unknown>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await write();
+        return;
+      } catch (err) {
+        const wait = RECORD_RETRY_MS[attempt];
+        if (wait === undefined) {
+          this.logger.error({ messageId, err: serializeError(err) }, 'relay outcome could not be recorded');
+          throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 }

@@ -9,7 +9,7 @@ import { loadConfig, type Config, type RelayConfig, type StripeConfig, type WebC
 import { startRelay } from '../../src/relay/runtime.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from '../../src/http/server.js';
-import type { RelayQueue } from '../../src/relay/queue.js';
+import { RelayMessages } from '../../src/relay/messages.js';
 import type { Role } from '../../src/db/entities.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
@@ -77,14 +77,18 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   const pool = createPool(db.url, db.embedded ? 2 : 10, { prepared: !db.embedded });
   const clock = options.clock ?? new ManualClock(new Date());
   const defaults = loadConfig({});
-  const relayConfig: RelayConfig = { ...defaults.relay, ...options.config?.relay };
+  // Retries come due by polling; in tests it polls fast (new messages wake the workers at once).
+  const relayConfig: RelayConfig = {
+    ...defaults.relay,
+    ...options.config?.relay,
+    delivery: { ...defaults.relay.delivery, pollSeconds: 0.5, ...options.config?.relay?.delivery },
+  };
   // Cost 14 (16 MiB) instead of 15 keeps the many sign-ins of the tests quick; still scrypt.
   const webConfig: WebConfig = { ...defaults.web, scryptCost: 14, ...options.config?.web };
-  // Delivery polls fast in tests; the real clock times retries, the manual clock everything else.
-  let relayQueue: RelayQueue | undefined;
-  const metrics = new Metrics(pool, (channel) => relayQueue?.depth(channel) ?? Promise.resolve(0));
-  const relay = await startRelay(relayConfig, db.url, pool, clock, logger, { pollingSeconds: 0.5, queueConnections: 2, metrics });
-  relayQueue = relay.queue;
+  // The real clock times retries, the manual clock everything else.
+  const relayMessages = new RelayMessages(pool, clock);
+  const metrics = new Metrics(pool, () => relayMessages.backlog());
+  const relay = await startRelay(relayConfig, db.url, pool, clock, logger, { queueConnections: 2, metrics, listen: !db.embedded });
   const app = buildApp({
     orm,
     pool,
@@ -93,6 +97,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     clock,
     api,
     relayQueue: relay.queue,
+    smsReceipts: relay.smsReceipts,
     metrics,
     config: {
       trustProxy: options.config?.trustProxy ?? false,

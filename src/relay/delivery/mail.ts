@@ -13,6 +13,8 @@ export interface MailConfig {
   dkim?: { domainName: string; keySelector: string; privateKey: string };
   /** Keep connections open between messages (the relay's stream); `false`: one per message. */
   pooled?: boolean;
+  /** Connections of the pool, at most: as many messages go out at once. */
+  maxConnections?: number;
 }
 
 /** Mail written as `.eml` files into a folder, for local development: nothing is sent. */
@@ -38,6 +40,8 @@ export interface OutgoingMail {
 }
 
 export interface MailTransport {
+  /** `smtp` or `outbox`, e.g. for a metrics label. */
+  readonly name: string;
   /** Sends one message; fails with a {@link DeliveryError}. */
   send(mail: OutgoingMail): Promise<{ messageId: string; response: string }>;
   /** Connects and, where the URL has credentials, logs in, to check the configuration. */
@@ -56,6 +60,9 @@ export function createMailTransport(config: MailConfig): MailTransport {
   const transporter = nodemailer.createTransport({
     url: config.smtpUrl,
     pool: config.pooled ?? true,
+    maxConnections: config.maxConnections ?? 5,
+    // A pooled connection is replaced after this many messages (nodemailer's default is 100).
+    maxMessages: 1_000,
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 15_000,
@@ -69,6 +76,7 @@ export function createMailTransport(config: MailConfig): MailTransport {
   });
 
   return {
+    name: 'smtp',
     async send(mail) {
       const options = mailOptions(config.from, mail);
       try {
@@ -104,6 +112,7 @@ export function createMailOutbox(config: MailOutboxConfig): MailTransport {
   });
 
   return {
+    name: 'outbox',
     async send(mail) {
       const options = mailOptions(config.from, mail);
       let info;

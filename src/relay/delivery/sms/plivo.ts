@@ -60,6 +60,9 @@ export function createPlivoProvider(config: PlivoConfig): SmsProvider {
       throw http.error(`Plivo answered HTTP ${status}${detail}`, retryableStatus(status));
     },
     close: () => http.close(),
+    receipts: config.receiptUrl
+      ? { url: config.receiptUrl, methods: ['POST'], verify: (request) => verifyPlivoReceipt(request, config) }
+      : undefined,
   };
 }
 

@@ -72,6 +72,9 @@ export function createTwilioProvider(config: TwilioConfig): SmsProvider {
       );
     },
     close: () => http.close(),
+    receipts: config.receiptUrl
+      ? { url: config.receiptUrl, methods: ['POST'], verify: (request) => verifyTwilioReceipt(request, config) }
+      : undefined,
   };
 }
 

@@ -95,6 +95,15 @@ export function createVonageProvider(config: VonageConfig): SmsProvider {
       return { providerId: typeof id === 'string' ? id : null };
     },
     close: () => http.close(),
+    // Vonage sends receipts as GET, POST or POST-JSON, as chosen in its dashboard.
+    receipts:
+      config.receiptUrl && config.receiptSignature
+        ? {
+            url: config.receiptUrl,
+            methods: ['GET', 'POST'],
+            verify: (request, now) => verifyVonageReceipt(request, config.receiptSignature!, now),
+          }
+        : undefined,
   };
 }
 

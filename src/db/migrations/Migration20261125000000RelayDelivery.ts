@@ -1,0 +1,43 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * The relay's delivery lifecycle (issue 13): a message is `queued`, then `sending` while a
+ * worker holds it, `sent` once its transport took it (with the provider and the provider's id
+ * of the message), and `delivered` or `undelivered` when the provider's receipt says so; or
+ * `failed` when it could not be handed on (its charge given back). Each step has its time.
+ */
+export class Migration20261125000000RelayDelivery extends Migration {
+  override async up(): Promise<void> {
+    this.addSql('alter table relay_messages drop constraint relay_messages_status_check');
+    this.addSql(
+      `alter table relay_messages add constraint relay_messages_status_check
+         check (status in ('queued', 'sending', 'sent', 'delivered', 'undelivered', 'failed'))`,
+    );
+    this.addSql('alter table relay_messages add column provider text null');
+    this.addSql('alter table relay_messages add column provider_id text null');
+    this.addSql('alter table relay_messages add column sending_at timestamptz null');
+    this.addSql('alter table relay_messages add column sent_at timestamptz null');
+    this.addSql('alter table relay_messages add column receipt_at timestamptz null');
+    this.addSql('alter table relay_messages add column receipt_error text null');
+    // Messages sent before this migration: their finish was their handing on.
+    this.addSql("update relay_messages set sent_at = finished_at where status = 'sent'");
+    // A provider's receipt names the message by the provider's id.
+    this.addSql('create unique index relay_messages_provider_id_key on relay_messages (provider, provider_id) where provider_id is not null');
+    // The queue's age and depth for /metrics, and the operator's view of what is waiting.
+    this.addSql("create index relay_messages_pending_idx on relay_messages (channel, created_at) where status in ('queued', 'sending')");
+    this.addSql('create index relay_messages_account_created_idx on relay_messages (account_id, created_at desc)');
+  }
+
+  override async down(): Promise<void> {
+    this.addSql('drop index relay_messages_account_created_idx');
+    this.addSql('drop index relay_messages_pending_idx');
+    this.addSql('drop index relay_messages_provider_id_key');
+    this.addSql("update relay_messages set status = 'queued' where status = 'sending'");
+    this.addSql("update relay_messages set status = 'sent' where status in ('delivered', 'undelivered')");
+    for (const column of ['receipt_error', 'receipt_at', 'sent_at', 'sending_at', 'provider_id', 'provider']) {
+      this.addSql(`alter table relay_messages drop column ${column}`);
+    }
+    this.addSql('alter table relay_messages drop constraint relay_messages_status_check');
+    this.addSql("alter table relay_messages add constraint relay_messages_status_check check (status in ('queued', 'sent', 'failed'))");
+  }
+}
