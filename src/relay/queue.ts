@@ -153,28 +153,26 @@ class Dispatcher {
     const pollMs = this.options.pollSeconds * 1000;
     while (!this.stopping) {
       const free = this.options.concurrency - this.running.size;
-      let full = free <= 0;
-      if (free > 0) {
-        this.woken = false;
-        try {
-          const jobs = (await this.boss.fetch<{ messageId: number }>(this.name, {
-            batchSize: free,
-            includeMetadata: true,
-          })) as DeliveryJob[];
-          for (const job of jobs) this.track(job);
-          full = jobs.length === free;
-        } catch (err) {
-          this.onError(err);
-        }
+      if (free <= 0) {
+        // Every slot is taken: wait for one to free (or for stop()).
+        this.waitingForSlot = true;
+        await this.sleep(undefined);
+        this.waitingForSlot = false;
+        continue;
       }
-      if (this.stopping) break;
-      // Work may be waiting when every slot is taken: go on as soon as one frees. Otherwise
-      // sleep until woken (a new message) or the poll interval (retries coming due).
-      if (this.woken) continue;
-      if (full && this.running.size < this.options.concurrency) continue;
-      this.waitingForSlot = full;
-      await this.sleep(full ? undefined : pollMs);
-      this.waitingForSlot = false;
+      this.woken = false;
+      let full = false;
+      try {
+        const jobs = (await this.boss.fetch<{ messageId: number }>(this.name, { batchSize: free, includeMetadata: true })) as DeliveryJob[];
+        for (const job of jobs) this.track(job);
+        full = jobs.length === free;
+      } catch (err) {
+        this.onError(err);
+      }
+      // More may be waiting when the fetch filled every free slot, or when a new message came
+      // meanwhile; otherwise sleep until woken or the poll interval (retries coming due).
+      if (full || this.woken) continue;
+      await this.sleep(pollMs);
     }
     await Promise.allSettled(this.running);
   }

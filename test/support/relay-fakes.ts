@@ -6,7 +6,7 @@ import { SMTPServer } from 'smtp-server';
 
 /** A real SMTP server on loopback that keeps what it receives. */
 export async function startSmtp(port = 0) {
-  const received: { raw: string; mail: ParsedMail; envelopeTo: string[] }[] = [];
+  const received: { raw: string; mail: ParsedMail; envelopeTo: string[]; at: number }[] = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -15,8 +15,9 @@ export async function startSmtp(port = 0) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', async () => {
+        const at = Date.now();
         const raw = Buffer.concat(chunks).toString('utf8');
-        received.push({ raw, mail: await simpleParser(raw), envelopeTo: session.envelope.rcptTo.map((r) => r.address) });
+        received.push({ raw, mail: await simpleParser(raw), envelopeTo: session.envelope.rcptTo.map((r) => r.address), at });
         callback();
       });
     },
@@ -26,29 +27,40 @@ export async function startSmtp(port = 0) {
   const bound = (server.server.address() as AddressInfo).port;
   return {
     url: `smtp://127.0.0.1:${bound}`,
+    port: bound,
     received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Ends pooled client connections too, as a stopped mail server does.
+        for (const connection of (server as unknown as { connections: Set<{ close(): void }> }).connections ?? []) connection.close();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** An HTTP SMS provider on loopback: records requests, answers 200 or the statuses queued up. */
-export async function startSmsProvider() {
-  const requests: { headers: IncomingHttpHeaders; body: any }[] = [];
+export async function startSmsProvider(options: { port?: number; delayMs?: number } = {}) {
+  const requests: { headers: IncomingHttpHeaders; body: any; at: number }[] = [];
   const failures: number[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      requests.push({ headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') });
-      const status = failures.shift() ?? 200;
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(status === 200 ? { id: `sms-${requests.length}` } : { error: 'provider failure' }));
+      const answer = () => {
+        requests.push({ headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'), at: Date.now() });
+        const status = failures.shift() ?? 200;
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(status === 200 ? { id: `sms-${requests.length}` } : { error: 'provider failure' }));
+      };
+      if (options.delayMs) setTimeout(answer, options.delayMs);
+      else answer();
     });
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/messages`,
+    port: (server.address() as AddressInfo).port,
     token: 'provider-token',
     requests,
     /** The next `count` requests are answered with `status`. */

@@ -40,8 +40,11 @@ export interface TestServer {
   /** Every log line the server wrote, as text. */
   logs: string[];
   createKey(role: Role, options?: { licences?: number; email?: string; accountId?: number; name?: string }): Promise<CreatedKey>;
-  /** Another server process on the same database (its own app, pool and port). */
-  sibling(): Promise<TestServer>;
+  /**
+   * Another server process on the same database (its own app, pool and port), with these
+   * settings instead of this one's where given.
+   */
+  sibling(config?: TestServerOptions['config']): Promise<TestServer>;
   close(): Promise<void>;
 }
 
@@ -130,7 +133,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     db,
     logs,
     createKey: (role, o = {}) => keys.create({ role, ...o }),
-    sibling: () => startOn(db, { ...options, clock }, false),
+    sibling: (config) => startOn(db, { ...options, clock, config: config ?? options.config }, false),
     async close() {
       if (process.env.TEST_SHOW_ERRORS) {
         for (const line of logs) if (/"level":50/.test(line)) process.stderr.write(line);
