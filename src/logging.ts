@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import pino, { type Logger } from 'pino';
 
 /**
@@ -94,7 +95,8 @@ interface LoggedError {
 const ERROR_FIELDS = ['code', 'errno', 'syscall', 'severity', 'detail', 'hint', 'routine'] as const;
 
 export function serializeError(err: unknown, depth = 0): LoggedError | unknown {
-  if (!(err instanceof Error)) return typeof err === 'object' ? { type: 'non-error', message: String(err) } : err;
+  // isNativeError also knows an Error made in another realm (a vm context, as test runners use).
+  if (!(err instanceof Error || types.isNativeError(err))) return typeof err === 'object' ? { type: 'non-error', message: String(err) } : err;
   const out: LoggedError & Record<string, unknown> = { type: err.constructor?.name ?? err.name, message: err.message, stack: err.stack };
   for (const field of ERROR_FIELDS) {
     const value = (err as unknown as Record<string, unknown>)[field];

@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +24,12 @@ describe('error log lines', () => {
     expect(Object.keys(line.err).sort()).toEqual(['code', 'errno', 'message', 'stack', 'syscall', 'type']);
     expect(lines[0]!.length).toBeLessThan(2_000);
     expect(lines[0]).not.toContain('secret-password-123');
+  });
+
+  it('know an error made in another realm (a vm context) as an error', () => {
+    const foreign = runInNewContext("Object.assign(new Error('duplicate key value'), { code: '23505' })") as unknown;
+    expect(foreign instanceof Error).toBe(false);
+    expect(serializeError(foreign)).toMatchObject({ type: 'Error', message: 'duplicate key value', code: '23505' });
   });
 
   it('follow causes, two deep', () => {

@@ -22,7 +22,9 @@ export class Migration20261125000000RelayDelivery extends Migration {
     // Messages sent before this migration: their finish was their handing on.
     this.addSql("update relay_messages set sent_at = finished_at where status = 'sent'");
     // A provider's receipt names the message by the provider's id.
-    this.addSql('create unique index relay_messages_provider_id_key on relay_messages (provider, provider_id) where provider_id is not null');
+    // Not unique: a provider's ids are its own business (a generic webhook may repeat them), and a
+    // refused write of a delivered message's outcome would have it sent again.
+    this.addSql('create index relay_messages_provider_id_idx on relay_messages (provider, provider_id) where provider_id is not null');
     // The queue's age and depth for /metrics, and the operator's view of what is waiting.
     this.addSql("create index relay_messages_pending_idx on relay_messages (channel, created_at) where status in ('queued', 'sending')");
     this.addSql('create index relay_messages_account_created_idx on relay_messages (account_id, created_at desc)');
@@ -31,7 +33,7 @@ export class Migration20261125000000RelayDelivery extends Migration {
   override async down(): Promise<void> {
     this.addSql('drop index relay_messages_account_created_idx');
     this.addSql('drop index relay_messages_pending_idx');
-    this.addSql('drop index relay_messages_provider_id_key');
+    this.addSql('drop index relay_messages_provider_id_idx');
     this.addSql("update relay_messages set status = 'queued' where status = 'sending'");
     this.addSql("update relay_messages set status = 'sent' where status in ('delivered', 'undelivered')");
     for (const column of ['receipt_error', 'receipt_at', 'sent_at', 'sending_at', 'provider_id', 'provider']) {
