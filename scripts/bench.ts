@@ -23,7 +23,7 @@ import { connectDatabase } from '../src/db/connect.js';
 import { KeyService } from '../src/keys/keys.js';
 import { projectRoot } from '../src/openapi.js';
 import { parseIp, unreportableReason } from '../src/reputation/ip.js';
-import { startSmtp } from '../test/support/relay-fakes.js';
+import { startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({
   options: {

@@ -16,7 +16,7 @@ import pino from 'pino';
 import { connectDatabase } from '../src/db/connect.js';
 import { KeyService } from '../src/keys/keys.js';
 import { projectRoot } from '../src/openapi.js';
-import { startSmsProvider, startSmtp } from '../test/support/relay-fakes.js';
+import { startSmsProvider, startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({ options: { minutes: { type: 'string', default: '3' }, connections: { type: 'string', default: '20' } } });
 const MINUTES = Number(args.minutes);

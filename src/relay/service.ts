@@ -266,61 +266,99 @@ export class RelayService {
     const period = periodOf(now);
     // A refused send may try again when the next period restores the inclusive quota.
     const untilNextPeriod = Math.ceil((period.end.getTime() - now.getTime()) / 1000);
-    const accepted = await transaction(this.pool, async (client) => {
-      // One send at a time per recipient, per site of the account, per key's site list and per
-      // account channel: the throttles and the charge below see every earlier send they count.
-      const keys = [`recipient:${recipient}`, `site:${caller.accountId}:${site.host}`, `charge:${caller.accountId}:${channel}`]
-        .map(lockKey)
-        .sort();
-      for (const key of keys) await client.query('select pg_advisory_xact_lock($1::bigint)', [key]);
-      await this.throttle(client, caller, recipient, site.host, now);
-
-      await client.query(
-        `insert into relay_usage (account_id, channel, period_start) values ($1, $2, $3) on conflict do nothing`,
-        [caller.accountId, channel, period.start],
-      );
-      const { rows } = await client.query<{ used: number }>(
-        'select inclusive_used as used from relay_usage where account_id = $1 and channel = $2 and period_start = $3 for update',
-        [caller.accountId, channel, period.start],
-      );
-      let fundedBy: 'inclusive' | 'bundle';
-      if (rows[0]!.used < this.inclusiveLimit(tier, channel)) {
-        fundedBy = 'inclusive';
-        await client.query(
-          'update relay_usage set inclusive_used = inclusive_used + 1 where account_id = $1 and channel = $2 and period_start = $3',
-          [caller.accountId, channel, period.start],
-        );
-      } else if (!tier.bundleEligible) {
-        throw relayError(402, 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`, untilNextPeriod);
-      } else if ((await bundleBalance(client, caller.accountId, channel)) > 0) {
-        fundedBy = 'bundle';
-      } else {
+    const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+    const untilTomorrow = Math.ceil((dayStart.getTime() + 86_400_000 - now.getTime()) / 1000);
+    // The key's distinct sites of the day (a site it has today costs no I/O).
+    if (site.host !== '') {
+      const use = await this.sites.use(caller, site.host);
+      if (!use.allowed) {
         throw relayError(
-          402,
-          'cap_reached_buy_bundle',
-          `The monthly inclusive ${channel} quota is used up and the ${channel} bundle balance is empty; buy a bundle to send more.`,
-          untilNextPeriod,
+          429,
+          'site_daily_cap',
+          `This key has been used for ${use.used} different sites today, the most its ${caller.role} tier allows; more sites can be used tomorrow.`,
+          untilTomorrow,
         );
       }
-      const { rows: inserted } = await client.query<{ id: number }>(
-        `insert into relay_messages (account_id, key_id, channel, period_start, funded_by, recipient, site_url, site, payload, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id`,
-        [caller.accountId, caller.keyId, channel, period.start, fundedBy, recipient, site.url, site.host, JSON.stringify(payload), now],
-      );
-      const id = inserted[0]!.id;
-      if (fundedBy === 'bundle') {
+    }
+    const id = await transaction(this.pool, async (client) => {
+      // One send at a time per recipient: the throttle below sees every earlier send it counts.
+      await client.query('select pg_advisory_xact_lock($1::bigint)', [lockKey(`recipient:${recipient}`)]);
+      await this.throttle(client, caller, recipient, now);
+      // The message's id first, so that it is queued before the statement below: that one takes
+      // the row locks every send of the account and site waits for, and the commit follows it
+      // at once; a login wave of one site is then not served one send at a time.
+      const { rows: ids } = await client.query<{ id: number }>({
+        name: 'relay-message-id',
+        text: "select nextval(pg_get_serial_sequence('relay_messages', 'id'))::bigint as id",
+      });
+      const id = ids[0]!.id;
+      await queue.enqueue(channel, id, client);
+      // The site's daily cap, a slot of the inclusive quota if one is left (else the message is
+      // paid from the bundle balance, checked next), and the message, in one statement.
+      const { rows } = await client.query<{ funded_by: 'inclusive' | 'bundle' }>({
+        name: 'relay-accept',
+        text: `with site as (
+                 select charge_counters(array[$11::text], 'relay_site', $12::date, 1, array[$13::int]) is not null as within
+               ),
+               slot as (
+                 insert into relay_usage as u (account_id, channel, period_start, inclusive_used)
+                 select $2, $4, $5, 1 where (select within from site)
+                 on conflict (account_id, channel, period_start) do update set inclusive_used = u.inclusive_used + 1
+                  where u.inclusive_used < $14
+                 returning 1
+               )
+               insert into relay_messages (id, account_id, key_id, channel, period_start, funded_by, recipient, site_url, site, payload, created_at)
+               overriding system value
+               select $1, $2, $3, $4, $5, case when exists (select 1 from slot) then 'inclusive' else 'bundle' end, $6, $7, $8, $9, $10
+                where (select within from site)
+               returning funded_by`,
+        values: [
+          id,
+          caller.accountId,
+          caller.keyId,
+          channel,
+          period.start,
+          recipient,
+          site.url,
+          site.host,
+          JSON.stringify(payload),
+          now,
+          `relay-site:${caller.accountId}:${site.host}`,
+          dayStart.toISOString().slice(0, 10),
+          this.limits.siteDailyCap,
+          this.inclusiveLimit(tier, channel),
+        ],
+      });
+      const message = rows[0];
+      if (!message) {
+        throw relayError(429, 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
+      }
+      if (message.funded_by === 'bundle') {
+        if (!tier.bundleEligible) {
+          throw relayError(402, 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`, untilNextPeriod);
+        }
+        // The balance is a sum: one consumption at a time per account and channel.
+        await client.query('select pg_advisory_xact_lock($1::bigint)', [lockKey(`charge:${caller.accountId}:${channel}`)]);
+        if ((await bundleBalance(client, caller.accountId, channel)) <= 0) {
+          throw relayError(
+            402,
+            'cap_reached_buy_bundle',
+            `The monthly inclusive ${channel} quota is used up and the ${channel} bundle balance is empty; buy a bundle to send more.`,
+            untilNextPeriod,
+          );
+        }
         await client.query(
           `insert into bundle_ledger (account_id, channel, kind, amount, message_id, created_at)
            values ($1, $2, 'consumption', -1, $3, $4)`,
           [caller.accountId, channel, id, now],
         );
       }
-      await queue.enqueue(channel, id, client);
-      return { ok: true as const, queue_id: id, remaining_quota: await this.block(client, caller, channel) };
+      return id;
     });
     // Committed: this process's workers start on it now (other processes' are notified).
     queue.wake(channel);
-    return accepted;
+    // The quota as it stands once this send is counted (other sends of the moment included).
+    return { ok: true as const, queue_id: id, remaining_quota: await this.block(this.pool, caller, channel) };
   }
 
   /**
@@ -330,13 +368,13 @@ export class RelayService {
    *   must wait, after the previous one, a backoff that doubles each time (base, 2 x base, ...
    *   up to the maximum);
    * - per recipient across all accounts: at most `recipientGlobalDaily` in 24 hours, a higher
-   *   guard against SMS pumping and mail bombing through many accounts;
-   * - per account and site (host name of `site_url`, or the account without one): at most
-   *   `siteDailyCap` messages per UTC day;
-   * - per key: at most the role's number of distinct sites per UTC day, so that changing
-   *   `site_url` on every send does not escape the site cap.
+   *   guard against SMS pumping and mail bombing through many accounts.
+   *
+   * The per-site daily cap (per account and site, or per account without `site_url`) and the
+   * key's distinct sites per day (so that changing `site_url` on every send does not escape the
+   * site cap) are charged in {@link accept}.
    */
-  private async throttle(db: Queryable, caller: Caller, recipient: string, site: string, now: Date): Promise<void> {
+  private async throttle(db: Queryable, caller: Caller, recipient: string, now: Date): Promise<void> {
     const dayAgo = new Date(now.getTime() - 86_400_000);
     const { rows } = await db.query<{ mine: number; last: Date | null; all: number; oldest: Date | null }>(
       `select count(*) filter (where account_id = $2)::int as mine,
@@ -360,25 +398,6 @@ export class RelayService {
     if (all >= this.limits.recipientGlobalDaily && oldest) {
       const retryAfter = Math.max(1, Math.ceil((oldest.getTime() + 86_400_000 - now.getTime()) / 1000));
       throw relayError(429, 'recipient_backoff', `This recipient has had too many messages today; retry in ${retryAfter} seconds.`, retryAfter);
-    }
-    const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    const untilTomorrow = Math.ceil((dayStart.getTime() + 86_400_000 - now.getTime()) / 1000);
-    const { rows: counts } = await db.query<{ site_count: number }>(
-      'select count(*)::int as site_count from relay_messages where account_id = $1 and site = $2 and created_at >= $3',
-      [caller.accountId, site, dayStart],
-    );
-    if (counts[0]!.site_count >= this.limits.siteDailyCap) {
-      throw relayError(429, 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
-    }
-    if (site === '') return;
-    const use = await this.sites.useIn(db, caller, site);
-    if (!use.allowed) {
-      throw relayError(
-        429,
-        'site_daily_cap',
-        `This key has been used for ${use.used} different sites today, the most its ${caller.role} tier allows; more sites can be used tomorrow.`,
-        untilTomorrow,
-      );
     }
   }
 }

@@ -145,11 +145,11 @@ describe('relay errors', () => {
     const site_url = 'https://shop.example.com/login';
     expect((await text(key, { site_url })).status).toBe(200);
     // 998 more sends for the site today (the default cap is 1,000), then one that fits
-    await s.pool.query(
-      `insert into relay_messages (account_id, channel, period_start, funded_by, status, recipient, site_url, site, payload, created_at)
-       select $1, 'sms', '2026-06-01', 'inclusive', 'sent', '+49151' || g, $2, 'shop.example.com', '{}', $3 from generate_series(1, 998) g`,
-      [accountId, site_url, s.clock.now()],
+    const { rowCount } = await s.pool.query(
+      `update usage_counters set used = used + 998 where subject = $1 and counter = 'relay_site' and day = $2::date`,
+      [`relay-site:${accountId}:shop.example.com`, s.clock.now().toISOString().slice(0, 10)],
     );
+    expect(rowCount).toBe(1);
     expect((await text(key, { site_url })).status).toBe(200);
     const capped = await text(key, { site_url });
     expect(capped.status).toBe(429);

@@ -28,9 +28,24 @@ export class Migration20261125000000RelayDelivery extends Migration {
     // The queue's age and depth for /metrics, and the operator's view of what is waiting.
     this.addSql("create index relay_messages_pending_idx on relay_messages (channel, created_at) where status in ('queued', 'sending')");
     this.addSql('create index relay_messages_account_created_idx on relay_messages (account_id, created_at desc)');
+
+    // The per-site daily cap becomes a counter charged by one conditional upsert, instead of a
+    // count of the day's messages under a lock that every send of the site waited for.
+    this.addSql('alter table usage_counters drop constraint usage_counters_counter_check');
+    this.addSql(
+      "alter table usage_counters add constraint usage_counters_counter_check check (counter in ('check', 'report', 'public', 'faults', 'relay_site'))",
+    );
+    this.addSql(`insert into usage_counters (subject, counter, day, used)
+                 select 'relay-site:' || account_id || ':' || site, 'relay_site', (created_at at time zone 'UTC')::date, count(*)
+                   from relay_messages where created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'
+                  group by 1, 3
+                 on conflict (subject, counter, day) do update set used = excluded.used`);
   }
 
   override async down(): Promise<void> {
+    this.addSql("delete from usage_counters where counter = 'relay_site'");
+    this.addSql('alter table usage_counters drop constraint usage_counters_counter_check');
+    this.addSql("alter table usage_counters add constraint usage_counters_counter_check check (counter in ('check', 'report', 'public', 'faults'))");
     this.addSql('drop index relay_messages_account_created_idx');
     this.addSql('drop index relay_messages_pending_idx');
     this.addSql('drop index relay_messages_provider_id_idx');
