@@ -13,7 +13,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,6 +59,18 @@ async function waitFor(url: string, ms = 120_000): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 
+async function serverAnswers(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   const smtp = await startSmtp();
   const sms = await startSmsProvider();
@@ -72,6 +84,13 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'trs-bench-relay-'));
   let databaseUrl: string | undefined;
   const dbName = `trs_bench_relay_${randomBytes(4).toString('hex')}`;
+  // Without a PostgreSQL server the benchmark runs on the embedded database (it measures the
+  // relay there too); where the suite must run on a server (CI), a missing one is an error.
+  if (!args.embedded && !(await serverAnswers())) {
+    if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`bench:relay: no PostgreSQL server answers at ${new URL(adminUrl).host}`);
+    log(`bench:relay: no PostgreSQL server answers at ${new URL(adminUrl).host}; running on the embedded database`);
+    args.embedded = true;
+  }
   if (!args.embedded) {
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
@@ -97,7 +116,12 @@ async function main(): Promise<void> {
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   else delete env.DATABASE_URL;
 
-  const server: ChildProcess = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', 'src/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const server: ChildProcess = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', 'src/main.ts'], {
+    cwd: projectRoot,
+    env,
+    // BENCH_SERVER_LOG=<file> keeps the server's log lines (warnings and errors) for a look.
+    stdio: ['ignore', process.env.BENCH_SERVER_LOG ? openSync(process.env.BENCH_SERVER_LOG, 'w') : 'ignore', 'inherit'],
+  });
   const origin = `http://127.0.0.1:${port}`;
   const results: { scenario: string; channel: Channel; n: number; p50: number; p99: number; max: number; rate?: number; lost: number }[] = [];
   try {

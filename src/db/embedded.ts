@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { keepExtendedQueriesTogether } from './pglite-sequences.js';
 
 /**
  * The embedded PostgreSQL: PGlite (PostgreSQL compiled to WebAssembly) under a data folder,
@@ -76,6 +77,7 @@ export async function startEmbedded(dataDir: string | undefined): Promise<Embedd
   const db = await PGlite.create(dataDir ? path.join(dataDir, 'pgdata') : undefined);
   const socket = await privateSocketDir(dataDir);
   const server = new PGLiteSocketServer({ db, path: path.join(socket.dir, SOCKET_NAME), maxConnections: MAX_CONNECTIONS });
+  keepExtendedQueriesTogether(server);
   await server.start();
   // pg and MikroORM read a percent-encoded absolute path as the host as the socket's folder.
   const url = `postgres://postgres@${encodeURIComponent(socket.dir)}:5432/postgres`;
