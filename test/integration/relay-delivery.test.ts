@@ -1,6 +1,9 @@
+import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RelayConfig } from '../../src/config.js';
+import { projectRoot } from '../../src/openapi.js';
 import { call, rawCall } from '../support/http.js';
 import { answer, startHttpFake } from '../support/http-fake.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
@@ -46,6 +49,20 @@ interface Row {
   receipt_error: string | null;
   attempts: number;
 }
+const run = promisify(execFile);
+/** Runs the operator's CLI on the server's database; resolves with stdout, stderr and the exit code. */
+async function trs(...args: string[]): Promise<{ out: string; err: string; code: number }> {
+  const s = servers[0]!;
+  const env = { ...process.env, DATABASE_URL: s.db.url, LOG_LEVEL: 'warn' };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: projectRoot, env, timeout: 60_000 });
+    return { out: stdout, err: stderr, code: 0 };
+  } catch (e) {
+    const err = e as { stdout: string; stderr: string; code: number };
+    return { out: err.stdout, err: err.stderr, code: err.code };
+  }
+}
+
 const row = async (s: TestServer, id: number) =>
   (await s.pool.query<Row>('select * from relay_messages where id = $1', [id])).rows[0]!;
 
@@ -81,6 +98,25 @@ describe('immediate dispatch', () => {
     const quota = await call(s.origin, '/api/v2/relay-quota', { key });
     expect(quota.body.mail).toMatchObject({ sent: 1, queued: 0, failed: 0 });
   });
+
+  it("shows the operator an account's messages and each step of one in the CLI", async (t) => {
+    if (s.db.embedded) return t.skip(); // the CLI is a second process on the database
+    const { key, accountId } = await s.createKey('professional');
+    const recipient = email();
+    const res = await send(s, key, '/relay-mail', { recipient, subject: 'Your code', body_text: 'Code 1' });
+    await eventually(async () => (await row(s, res.body.queue_id)).status === 'sent');
+    const listed = JSON.parse((await trs('relay', 'messages', '--account', String(accountId), '--json')).out);
+    expect(listed).toEqual([
+      expect.objectContaining({ id: res.body.queue_id, channel: 'mail', status: 'sent', provider: 'smtp', recipient, attempts: 1 }),
+    ]);
+    const one = await trs('relay', 'message', String(res.body.queue_id));
+    expect(one.out).toMatch(new RegExp(`message ${res.body.queue_id}\\s+mail\\s+sent`));
+    expect(one.out).toMatch(/sent\s+\d{4}-\d\d-\d\dT.*via smtp as <.+>/);
+    expect(one.out).not.toContain('Code 1'); // never the content
+    const missing = await trs('relay', 'message', '999999999');
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/no relay message 999999999/);
+  }, 120_000);
 
   it('serves the delivery latency and the queue backlog in /metrics', async () => {
     const metrics = await (await fetch(`${s.origin}/metrics`)).text();
@@ -118,6 +154,26 @@ describe('concurrency per channel', () => {
     const last = Math.max(...slow.requests.map((r) => r.at));
     expect(last - started).toBeLessThan(delayMs * 3);
     for (const r of texts) await eventually(async () => (await row(s, r.body.queue_id)).status === 'sent');
+  });
+});
+
+describe('outcomes', () => {
+  it('fails a message the provider refuses for good at once, without retries, and gives its charge back', async () => {
+    const provider = await startSmsProvider();
+    closers.push(() => provider.close());
+    const s = await server({ sms: { url: provider.url, token: provider.token }, retryLimit: 5, retryDelaySeconds: 1 });
+    const { key, accountId } = await s.createKey('professional');
+    provider.fail(1, 400); // e.g. an invalid or blocked number
+    const res = await send(s, key, '/relay-sms', { recipient_phone: phone(), message: 'Code 424242' });
+    expect(res.status).toBe(200);
+    expect(res.body.remaining_quota).toMatchObject({ inclusive_used: 1 });
+    await eventually(async () => (await row(s, res.body.queue_id)).status === 'failed');
+    expect(await row(s, res.body.queue_id)).toMatchObject({ status: 'failed', attempts: 1, sent_at: null });
+    expect(provider.requests.length).toBe(1);
+    const quota = await call(s.origin, '/api/v2/relay-quota', { key });
+    expect(quota.body.sms).toMatchObject({ failed: 1, sent: 0, queued: 0, inclusive_used: 0 });
+    const { rows } = await s.pool.query('select inclusive_used from relay_usage where account_id = $1', [accountId]);
+    expect(rows).toEqual([{ inclusive_used: 0 }]);
   });
 });
 
