@@ -19,6 +19,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { projectRoot } from '../src/openapi.js';
+import { serverAnswers } from './support/postgres.js';
 import { startSmsProvider, startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({
@@ -59,18 +60,6 @@ async function waitFor(url: string, ms = 120_000): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 
-async function serverAnswers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 async function main(): Promise<void> {
   const smtp = await startSmtp();
   const sms = await startSmsProvider();
@@ -86,7 +75,7 @@ async function main(): Promise<void> {
   const dbName = `trs_bench_relay_${randomBytes(4).toString('hex')}`;
   // Without a PostgreSQL server the benchmark runs on the embedded database (it measures the
   // relay there too); where the suite must run on a server (CI), a missing one is an error.
-  if (!args.embedded && !(await serverAnswers())) {
+  if (!args.embedded && !(await serverAnswers(adminUrl))) {
     if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`bench:relay: no PostgreSQL server answers at ${new URL(adminUrl).host}`);
     log(`bench:relay: no PostgreSQL server answers at ${new URL(adminUrl).host}; running on the embedded database`);
     args.embedded = true;

@@ -22,6 +22,7 @@ import pino from 'pino';
 import { connectDatabase } from '../src/db/connect.js';
 import { KeyService } from '../src/keys/keys.js';
 import { projectRoot } from '../src/openapi.js';
+import { serverAnswers } from './support/postgres.js';
 import { parseIp, unreportableReason } from '../src/reputation/ip.js';
 import { startSmtp } from './support/sinks.js';
 
@@ -190,24 +191,11 @@ async function timeEach(scenario: string, count: number, send: () => Promise<Res
   return row;
 }
 
-/** Whether a PostgreSQL server answers at the admin URL. */
-async function serverAnswers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 async function main(): Promise<void> {
   // The benchmark measures the server against a PostgreSQL server; the embedded database runs
   // one query at a time and would measure nothing. On a machine with only Node.js the smoke run
   // says so and passes; where the suite must run on a server (CI) it fails instead.
-  if (quick && !process.env.BENCH_DATABASE_URL && !(await serverAnswers())) {
+  if (quick && !process.env.BENCH_DATABASE_URL && !(await serverAnswers(adminUrl))) {
     if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`bench: no PostgreSQL server answers at ${new URL(adminUrl).host}`);
     log(`bench: no PostgreSQL server answers at ${new URL(adminUrl).host}; the benchmark needs one, so the smoke run is skipped`);
     return;
@@ -348,7 +336,7 @@ async function main(): Promise<void> {
 }
 
 async function dropQuickDatabase(): Promise<void> {
-  if (!dropAfterwards || !(await serverAnswers())) return;
+  if (!dropAfterwards || !(await serverAnswers(adminUrl))) return;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${dbName} with (force)`);

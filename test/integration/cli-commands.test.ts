@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/openapi.js';
+import { runCli } from '../support/cli.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -12,7 +10,6 @@ import { startTestServer, type TestServer } from '../support/server.js';
  * The operator's command line, run as an operator runs it (a process on the same database as
  * the server), and its effect seen through the HTTP API.
  */
-const run = promisify(execFile);
 let s: TestServer;
 let dir: string;
 
@@ -25,17 +22,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs `trs <args>`; resolves with stdout, stderr and the exit code. */
-async function trs(...args: string[]): Promise<{ out: string; err: string; code: number }> {
+/** Runs `trs <args>` on the server's database. */
+function trs(...args: string[]) {
   const env = { ...process.env, DATABASE_URL: s.db.url, DATA_DIR: dir, LOG_LEVEL: 'warn', RULES_SIGNING_KEY_FILE: path.join(dir, 'rules.pem') };
   if (s.db.embedded) delete (env as Record<string, string | undefined>).DATABASE_URL;
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: projectRoot, env, timeout: 60_000 });
-    return { out: stdout, err: stderr, code: 0 };
-  } catch (e) {
-    const err = e as { stdout: string; stderr: string; code: number };
-    return { out: err.stdout, err: err.stderr, code: err.code };
-  }
+  return runCli(env, ...args);
 }
 
 describe('the CLI', () => {

@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RelayConfig } from '../../src/config.js';
-import { projectRoot } from '../../src/openapi.js';
+import { runCli } from '../support/cli.js';
 import { call, rawCall } from '../support/http.js';
 import { answer, startHttpFake } from '../support/http-fake.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
@@ -49,19 +47,8 @@ interface Row {
   receipt_error: string | null;
   attempts: number;
 }
-const run = promisify(execFile);
-/** Runs the operator's CLI on the server's database; resolves with stdout, stderr and the exit code. */
-async function trs(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const s = servers[0]!;
-  const env = { ...process.env, DATABASE_URL: s.db.url, LOG_LEVEL: 'warn' };
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: projectRoot, env, timeout: 60_000 });
-    return { out: stdout, err: stderr, code: 0 };
-  } catch (e) {
-    const err = e as { stdout: string; stderr: string; code: number };
-    return { out: err.stdout, err: err.stderr, code: err.code };
-  }
-}
+/** The operator's CLI on the first server's database. */
+const trs = (...args: string[]) => runCli({ ...process.env, DATABASE_URL: servers[0]!.db.url, LOG_LEVEL: 'warn' }, ...args);
 
 const row = async (s: TestServer, id: number) =>
   (await s.pool.query<Row>('select * from relay_messages where id = $1', [id])).rows[0]!;
