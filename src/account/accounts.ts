@@ -264,14 +264,19 @@ export class AccountService {
    */
   async resetPassword(token: unknown, password: string, ip: string): Promise<'done' | 'invalid_link' | { problem: string }> {
     if (!looksLikeToken(token)) return 'invalid_link';
+    // The cheap checks come first: a live link and an acceptable password, both without using
+    // the link up. Only then the 32 MiB scrypt run, so a stranger with made-up links never
+    // makes the server hash (the page's per-IP throttle bounds the rest).
+    const owner = await this.redeem(this.pool, token, 'reset', false);
+    if (owner === undefined) return 'invalid_link';
+    const { rows } = await this.pool.query<{ email: string }>('select email from accounts where id = $1', [owner]);
+    const problem = passwordProblem(password, rows[0]?.email ?? '');
+    if (problem) return { problem };
     const passwordHash = await hashPassword(password, this.settings.scryptCost);
     return transaction(this.pool, async (client) => {
-      const accountId = await this.redeem(client, token, 'reset', false);
+      // Used up here, once, whoever else sent the same link meanwhile.
+      const accountId = await this.redeem(client, token, 'reset', true);
       if (accountId === undefined) return 'invalid_link' as const;
-      const { rows } = await client.query<{ email: string }>('select email from accounts where id = $1', [accountId]);
-      const problem = passwordProblem(password, rows[0]?.email ?? '');
-      if (problem) return { problem };
-      if ((await this.redeem(client, token, 'reset', true)) === undefined) return 'invalid_link' as const;
       const now = this.clock.now();
       await client.query('update accounts set password_hash = $2, email_verified_at = coalesce(email_verified_at, $3) where id = $1', [
         accountId,

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import { publicSubjectOf } from '../keys/usage.js';
 
-export type AuthAction = 'sign-in' | 'sign-up' | 'reset';
+export type AuthAction = 'sign-in' | 'sign-up' | 'reset' | 'reset-confirm';
 
 export interface ThrottleLimit {
   /** Attempts per address and per source IP (IPv6: per /64) in one window. */
@@ -21,6 +21,9 @@ export const AUTH_LIMITS: Record<AuthAction, ThrottleLimit> = {
   'sign-in': { perAddress: 10, perIp: 30, windowMs: 15 * 60_000 },
   'sign-up': { perAddress: 3, perIp: 10, windowMs: 60 * 60_000 },
   reset: { perAddress: 3, perIp: 10, windowMs: 60 * 60_000 },
+  // Setting a new password from a link: the form has no address, so per source only. A person
+  // needs one or two tries; a stranger with made-up links gets no more than this.
+  'reset-confirm': { perAddress: 10, perIp: 10, windowMs: 15 * 60_000 },
 };
 
 export interface ThrottleVerdict {

@@ -132,6 +132,7 @@ export function authPages(deps: WebDeps) {
     async resetConfirm(req: Request, res: Response) {
       const token = field(req, 'token', TOKEN_MAX);
       const password = field(req, 'password', PASSWORD_FIELD_MAX);
+      if (await throttled(req, res, 'reset-confirm', '')) return;
       if (password.length > PASSWORD_MAX) {
         return deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token, error: `Use at most ${PASSWORD_MAX} characters.` }, 400);
       }
