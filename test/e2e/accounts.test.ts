@@ -124,6 +124,8 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
 
     await page.getByLabel('Name of the new key (optional)').fill('laptop');
     await page.getByRole('button', { name: 'Generate a key' }).click();
+    // POST-redirect-GET: the key is on a page of its own, fetched once.
+    await page.waitForURL(`${s.origin}/account/keys/new`);
     const key = await page.locator('input#new-key').inputValue();
     expect(key).toMatch(/^trs_[A-Za-z0-9_-]{43}$/);
     await shot(page, 'key-created', false);
@@ -131,6 +133,11 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
     const { rows } = await s.pool.query('select hash, prefix from api_keys where name = $1', ['laptop']);
     expect(rows[0].hash.equals(createHash('sha256').update(key).digest())).toBe(true);
     expect(key.startsWith(rows[0].prefix)).toBe(true);
+    // Reloading makes no second key and shows this one no more: the browser lands on the dashboard.
+    await page.reload();
+    await page.waitForURL(`${s.origin}/account#keys`);
+    expect(await page.content()).not.toContain(key);
+    expect((await s.pool.query("select count(*)::int as n from api_keys where name = 'laptop'")).rows[0].n).toBe(1);
 
     const works = await call(s.origin, '/api/v2/verify-key', { key });
     expect(works.status).toBe(200);

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { call } from '../support/http.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { heading, linkFromMail, signedUp, WebClient } from '../support/web.js';
+import { generateKey, heading, linkFromMail, signedUp, WebClient } from '../support/web.js';
 import pino from 'pino';
 
 /**
@@ -135,8 +135,7 @@ describe('a server that cannot send mail', () => {
 describe('the dashboard', () => {
   it("shows today's usage, each key's last use (written at most every 5 minutes), sites and reports", async () => {
     const web = await signedUp(s, smtp, 'busy@example.org', PASSWORD, from());
-    const created = await web.post('/account/keys', { name: 'site key' });
-    const key = /value="(trs_[^"]+)"/.exec(created.text)![1]!;
+    const key = (await generateKey(web, 'site key')).key!;
     const lastUsed = async () => (await s.pool.query("select last_used_at from api_keys where name = 'site key'")).rows[0].last_used_at as Date | null;
     expect(await lastUsed()).toBeNull();
     expect((await call(s.origin, '/api/v2/check?ip=8.8.8.8', { key, headers: { 'X-Rip-Site': 'https://www.shop.example/' } })).status).toBe(200);
@@ -160,7 +159,7 @@ describe('the dashboard', () => {
 
   it('limits the keys an account holds at once', async () => {
     const web = await signedUp(s, smtp, 'hoarder@example.org', PASSWORD, from());
-    for (let i = 0; i < 20; i++) expect((await web.post('/account/keys', { name: `k${i}` })).status).toBe(201);
+    for (let i = 0; i < 20; i++) expect((await web.post('/account/keys', { name: `k${i}` })).status).toBe(303);
     expect((await web.post('/account/keys', { name: 'one too many' })).status).toBe(409);
   });
 });
@@ -183,8 +182,7 @@ describe('the audit trail of a Business account', () => {
 
   it('lists sign-ins, keys, role and licence changes, bundles and relay sends by site with their outcome', async () => {
     await web.get('/account');
-    const created = await web.post('/account/keys', { name: '=HYPERLINK("http://evil.example")' });
-    const key = /value="(trs_[^"]+)"/.exec(created.text)![1]!;
+    const key = (await generateKey(web, '=HYPERLINK("http://evil.example")')).key!;
     await s.pool.query("insert into bundle_ledger (account_id, channel, kind, amount, bundle_id, event_id, created_at) values ($1, 'mail', 'purchase', 1000, 'svc_mail_bundle_1000', 'evt_x', now())", [accountId]);
     const { BundleLedger } = await import('../../src/relay/ledger.js');
     await new BundleLedger(s.pool, s.clock).manual('purchase', accountId, 'svc_sms_bundle_50');

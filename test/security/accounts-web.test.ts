@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawCall } from '../support/http.js';
 import { startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { heading, linkFromMail, signedUp as signUp, WebClient } from '../support/web.js';
+import { generateKey, heading, linkFromMail, signedUp as signUp, WebClient } from '../support/web.js';
 
 /**
  * The account pages through HTTP, as an attacker would use them: CSRF, cookie flags, throttles,
@@ -48,7 +48,7 @@ describe('CSRF', () => {
     }
     expect((await s.pool.query('select count(*)::int as n from api_keys')).rows[0].n).toBe(keysBefore);
     // The right token works.
-    expect((await victim.post('/account/keys', { name: 'mine' })).status).toBe(201);
+    expect((await victim.post('/account/keys', { name: 'mine' })).status).toBe(303);
   });
 
   it('refuses a form the browser says came from another site or origin, whatever the token', async () => {
@@ -257,17 +257,49 @@ describe('no account enumeration', () => {
 describe('keys on the dashboard', () => {
   it('are shown once, stored as SHA-256 only, never logged', async () => {
     const web = await signedUp(s, smtp, 'keys@example.org', PASSWORD);
-    const created = await web.post('/account/keys', { name: 'ci' });
-    expect(created.status).toBe(201);
-    expect(created.headers.get('cache-control')).toBe('no-store');
-    const key = /value="(trs_[A-Za-z0-9_-]{43})"/.exec(created.text)![1]!;
+    const { posted, page, key } = await generateKey(web, 'ci');
+    expect(posted.status).toBe(303);
+    expect(posted.text).not.toContain('trs_');
+    expect(page!.status).toBe(200);
+    expect(page!.headers.get('cache-control')).toBe('no-store');
+    expect(key).toMatch(/^trs_[A-Za-z0-9_-]{43}$/);
     const dashboard = await web.get('/account');
-    expect(dashboard.text).not.toContain(key);
-    expect(dashboard.text).toContain(key.slice(0, 12));
+    expect(dashboard.text).not.toContain(key!);
+    expect(dashboard.text).toContain(key!.slice(0, 12));
     const { rows } = await s.pool.query("select row_to_json(k)::text as row, hash from api_keys k where name = 'ci'");
-    expect(rows[0].row).not.toContain(key.slice(4));
-    expect(rows[0].hash.equals(createHash('sha256').update(key).digest())).toBe(true);
-    expect(s.logs.join('')).not.toContain(key.slice(4));
+    expect(rows[0].row).not.toContain(key!.slice(4));
+    expect(rows[0].hash.equals(createHash('sha256').update(key!).digest())).toBe(true);
+    expect(s.logs.join('')).not.toContain(key!.slice(4));
+    // The sessions table held it only sealed, and holds nothing of it once shown.
+    const sessionsRows = await s.pool.query("select row_to_json(w)::text as row, flash from web_sessions w join accounts a on a.id = w.account_id where a.email = 'keys@example.org'");
+    expect(sessionsRows.rows.every((r) => r.flash === null && !r.row.includes(key!.slice(4)))).toBe(true);
+  });
+
+  it('are made once per form: reloading the page that shows the key makes no second key and shows it no more', async () => {
+    const web = await signedUp(s, smtp, 'reload@example.org', PASSWORD);
+    const count = async () => (await s.pool.query("select count(*)::int as n from api_keys k join accounts a on a.id = k.account_id where a.email = 'reload@example.org'")).rows[0].n;
+    const { page, key } = await generateKey(web, 'reloaded');
+    expect(page!.status).toBe(200);
+    expect(await count()).toBe(1);
+    // What a browser does on reload after POST-redirect-GET: it fetches the page again, not the form.
+    for (let i = 0; i < 3; i++) {
+      const again = await web.get('/account/keys/new');
+      expect(again.status).toBe(303);
+      expect(again.headers.get('location')).toBe('/account#keys');
+      expect(again.text).not.toContain(key!);
+    }
+    expect(await count()).toBe(1);
+    // Another browser of the same account (its own session) never sees this session's key.
+    const other = new WebClient(s.origin, address());
+    await other.get('/account/sign-in');
+    await other.post('/account/sign-in', { email: 'reload@example.org', password: PASSWORD });
+    await other.get('/account');
+    const second = await generateKey(other, 'second');
+    expect(second.key).toBeTruthy();
+    expect(second.key).not.toBe(key);
+    expect((await web.get('/account/keys/new')).status).toBe(303);
+    // Signed out, the page sends to sign-in.
+    expect((await new WebClient(s.origin).get('/account/keys/new')).status).toBe(303);
   });
 
   it('of another account cannot be revoked', async () => {
@@ -395,6 +427,7 @@ describe('every page route under other spellings of its path', () => {
     ['GET', '/account/reset/confirm?token=x'],
     ['POST', '/account/reset/confirm'],
     ['POST', '/account/keys'],
+    ['GET', '/account/keys/new'],
     ['POST', '/account/keys/00000000-0000-0000-0000-000000000000/revoke'],
     ['POST', '/account/sender-name'],
     ['POST', '/account/bundles/svc_mail_bundle_1000/buy'],
