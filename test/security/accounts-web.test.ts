@@ -157,21 +157,76 @@ describe('sessions', () => {
 });
 
 describe('throttles', () => {
-  it('refuse sign-in past 10 attempts per address in 15 minutes, the right password too, then let it through', async () => {
+  it('refuse sign-in past 10 failures for an address from one source in 15 minutes, the right password too, then let it through', async () => {
     await signedUp(s, smtp, 'guessed@example.org', PASSWORD);
     s.clock.advance(15 * 60_000); // a window of its own, without the sign-in above
+    const guesser = client();
+    await guesser.get('/account/sign-in');
     for (let i = 0; i < 10; i++) {
-      const web = client(); // a new address each time: the per-address limit holds across them
-      await web.get('/account/sign-in');
-      expect((await web.post('/account/sign-in', { email: 'guessed@example.org', password: `wrong-${i}-password` })).status).toBe(401);
+      expect((await guesser.post('/account/sign-in', { email: 'guessed@example.org', password: `wrong-${i}-password` })).status).toBe(401);
     }
-    const web = client();
-    await web.get('/account/sign-in');
-    const refused = await web.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD });
+    const refused = await guesser.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     s.clock.advance(15 * 60_000);
-    expect((await web.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD })).status).toBe(303);
+    expect((await guesser.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD })).status).toBe(303);
+  });
+
+  it('let a stranger who fails from its own source lock nobody else out: the owner signs in from another', async () => {
+    await signedUp(s, smtp, 'target@example.org', PASSWORD);
+    s.clock.advance(15 * 60_000);
+    const stranger = client();
+    await stranger.get('/account/sign-in');
+    const statuses: number[] = [];
+    // It keeps trying (refused attempts included) up to its source's limit of 30.
+    for (let i = 0; i < 30; i++) statuses.push((await stranger.post('/account/sign-in', { email: 'target@example.org', password: `lockout-${i}-attempt` })).status);
+    expect(statuses.filter((st) => st === 401)).toHaveLength(10);
+    expect(statuses.slice(10).every((st) => st === 429)).toBe(true);
+    const owner = client();
+    await owner.get('/account/sign-in');
+    // The owner mistypes once and then signs in, from its own address.
+    expect((await owner.post('/account/sign-in', { email: 'target@example.org', password: 'a typo in it' })).status).toBe(401);
+    expect((await owner.post('/account/sign-in', { email: 'target@example.org', password: PASSWORD })).status).toBe(303);
+  });
+
+  it('refuse sign-in for an address past 50 failures from all sources together (guessing from many sources)', async () => {
+    await signedUp(s, smtp, 'spread@example.org', PASSWORD);
+    s.clock.advance(15 * 60_000);
+    // A guesser with five sources, ten failures each: all 401, none locked per source yet.
+    for (let source = 0; source < 5; source++) {
+      const guesser = client();
+      await guesser.get('/account/sign-in');
+      for (let i = 0; i < 10; i++) {
+        expect((await guesser.post('/account/sign-in', { email: 'spread@example.org', password: `spread-${source}-${i}-guess` })).status).toBe(401);
+      }
+    }
+    // The ceiling holds for every source now, a fresh one (and the right password) included.
+    const fresh = client();
+    await fresh.get('/account/sign-in');
+    expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: 'one more guess here' })).status).toBe(429);
+    expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(429);
+    s.clock.advance(15 * 60_000);
+    expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(303);
+  });
+
+  it('count failures only: signing in successfully gives its attempt back', async () => {
+    await signedUp(s, smtp, 'often@example.org', PASSWORD);
+    s.clock.advance(15 * 60_000);
+    const web = client();
+    await web.get('/account/sign-in');
+    // Nine failures and then many good sign-ins from one source: never locked (30 per source is the bound).
+    for (let i = 0; i < 9; i++) expect((await web.post('/account/sign-in', { email: 'often@example.org', password: `typo-${i}-password` })).status).toBe(401);
+    const fresh = async () => {
+      web.cookies.delete('trs_session'); // signed out in this browser, so the form is the anonymous one
+      await web.get('/account/sign-in');
+    };
+    for (let i = 0; i < 15; i++) {
+      await fresh();
+      expect((await web.post('/account/sign-in', { email: 'often@example.org', password: PASSWORD })).status).toBe(303);
+    }
+    await fresh();
+    expect((await web.post('/account/sign-in', { email: 'often@example.org', password: 'the tenth typo' })).status).toBe(401);
+    expect((await web.post('/account/sign-in', { email: 'often@example.org', password: PASSWORD })).status).toBe(429);
   });
 
   it('refuse sign-in past 30 attempts per source address, whatever the addresses tried', async () => {
