@@ -6,7 +6,7 @@ import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { checkLicences } from '../keys/keys.js';
 import { recordAudit, type Actor } from './audit.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
-import { DummyPassword, hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+import { DummyPassword, hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
 import type { Sessions } from './sessions.js';
 
@@ -228,6 +228,13 @@ export class AccountService {
       await recordAudit(this.pool, { accountId: login.id, kind: 'sign_in_failed', actor: 'web', ip: input.ip }, this.clock.now());
       return { status: 'wrong' };
     }
+    if (needsRehash(login.password_hash, this.settings.scryptCost)) {
+      // Made before PASSWORD_SCRYPT_COST was raised: its check is quicker than the dummy's, which
+      // would tell a known address from an unknown one. Made anew now that the password is known
+      // (unless a reset changed it meanwhile).
+      const fresh = await hashPassword(input.password, this.settings.scryptCost);
+      await this.pool.query('update accounts set password_hash = $3 where id = $1 and password_hash = $2', [login.id, login.password_hash, fresh]);
+    }
     if (!login.email_verified_at) {
       const token = await this.issueToken(this.pool, login.id, 'verify');
       this.mail({
@@ -241,16 +248,22 @@ export class AccountService {
     return { status: 'ok', accountId: login.id };
   }
 
-  /** Sends a reset link when the address has an account; answers the same either way. */
+  /**
+   * Sends a reset link when the address has an account; answers the same either way. The link
+   * is written in the background with its mail, so a known address costs the answer no more
+   * than an unknown one (one read).
+   */
   async requestReset(emailInput: unknown): Promise<void> {
     const email = normaliseEmail(emailInput);
     const login = email ? await this.loginOf(this.pool, email) : undefined;
-    if (!login) return;
-    const token = await this.issueToken(this.pool, login.id, 'reset');
-    this.mail({
-      to: login.email,
-      subject: `${this.settings.serviceName}: choose a new password`,
-      text: `To choose a new password for your account at ${this.settings.publicUrl()}, follow this link:\n\n${this.link('/account/reset/confirm', token)}\n\nIt works once and expires in ${Math.round(this.settings.resetTtlMs / 60_000)} minutes.\nIf you did not ask for it, ignore this mail; your password stays as it is.\n`,
+    if (!login || !this.canMail) return;
+    this.mailer.sendAfter(async () => {
+      const token = await this.issueToken(this.pool, login.id, 'reset');
+      return {
+        to: login.email,
+        subject: `${this.settings.serviceName}: choose a new password`,
+        text: `To choose a new password for your account at ${this.settings.publicUrl()}, follow this link:\n\n${this.link('/account/reset/confirm', token)}\n\nIt works once and expires in ${Math.round(this.settings.resetTtlMs / 60_000)} minutes.\nIf you did not ask for it, ignore this mail; your password stays as it is.\n`,
+      };
     });
   }
 

@@ -300,6 +300,57 @@ describe('no account enumeration', () => {
     expect(ratio).toBeLessThan(2);
   });
 
+  it('sign-in makes an old, cheaper hash anew at the right password, so no known address checks quicker than the dummy', async () => {
+    const { hashPassword } = await import('../../src/account/passwords.js');
+    const old = await hashPassword(PASSWORD, 12); // before PASSWORD_SCRYPT_COST was raised to the server's 14
+    await s.pool.query(
+      "insert into accounts (email, role, licences, created_at, password_hash, email_verified_at) values ('old-cost@example.org', 'free', 1, now(), $1, now())",
+      [old],
+    );
+    const stored = async () => (await s.pool.query("select password_hash from accounts where email = 'old-cost@example.org'")).rows[0].password_hash as string;
+    const web = client();
+    await web.get('/account/sign-in');
+    // A wrong password changes nothing.
+    expect((await web.post('/account/sign-in', { email: 'old-cost@example.org', password: 'not the password' })).status).toBe(401);
+    expect(await stored()).toBe(old);
+    expect((await web.post('/account/sign-in', { email: 'old-cost@example.org', password: PASSWORD })).status).toBe(303);
+    const fresh = await stored();
+    expect(fresh).toMatch(/^scrypt\$14\$8\$1\$/);
+    expect(fresh).not.toBe(old);
+    // The new hash holds the same password.
+    const again = client();
+    await again.get('/account/sign-in');
+    expect((await again.post('/account/sign-in', { email: 'old-cost@example.org', password: PASSWORD })).status).toBe(303);
+    expect(await stored()).toBe(fresh);
+  });
+
+  it('reset answers a registered address before writing its link (the link is written in the background with the mail)', async () => {
+    await signedUp(s, smtp, 'reset-timing@example.org', PASSWORD);
+    const web = client();
+    await web.get('/account/reset');
+    const before = smtp.received.length;
+    // While another transaction holds the links table, nothing can be written to it: the answer
+    // must still come, since a known address may not cost the answer more than an unknown one.
+    const blocker = await s.pool.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table account_tokens in exclusive mode');
+      const answer = await Promise.race([
+        web.post('/account/reset', { email: 'reset-timing@example.org' }),
+        new Promise<'blocked'>((resolve) => setTimeout(() => resolve('blocked'), 3_000)),
+      ]);
+      expect(answer).not.toBe('blocked');
+      expect((answer as { status: number }).status).toBe(200);
+      expect(smtp.received.length).toBe(before);
+    } finally {
+      await blocker.query('rollback');
+      blocker.release();
+    }
+    // Then the link is written and mailed, and it works.
+    const link = new URL(await linkFromMail(smtp, 'reset-timing@example.org', '/account/reset/confirm', before));
+    expect((await web.get(link.pathname + link.search)).status).toBe(200);
+  });
+
   it('reset answers the same for a registered and an unknown address', async () => {
     const web = client();
     await web.get('/account/reset');
