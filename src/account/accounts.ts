@@ -4,6 +4,7 @@ import type { WebConfig } from '../config.js';
 import { ROLES, type Role } from '../db/entities.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { checkLicences } from '../keys/keys.js';
+import { checkSmsPrefix, MESSAGE_LIMITS, MessageRuleError } from '../relay/message-rules.js';
 import { recordAudit, type Actor } from './audit.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
 import { DummyPassword, hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.js';
@@ -58,14 +59,20 @@ export function normaliseEmail(input: unknown): string | undefined {
   return email.length <= EMAIL_MAX && EMAIL.test(email) ? email : undefined;
 }
 
-/** A sender name for white-label mail: one line, printable, 1-64 characters. */
+/**
+ * A sender name for white-label mail and SMS: it prefixes the account's templated SMS as a
+ * site's host name does, so it is bound by the same rule (relay/message-rules.ts
+ * `checkSmsPrefix`): one line, printable, at most `smsPrefixMax` (40) characters.
+ */
 export function checkSenderName(input: string): string | null {
   const name = input.trim();
   if (name === '') return null;
-  if (name.length > 64 || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name)) {
-    throw new AccountError('invalid_sender_name', 'A sender name is one line of at most 64 printable characters.');
+  try {
+    return checkSmsPrefix('sender_name', name, 'A sender name');
+  } catch (err) {
+    if (!(err instanceof MessageRuleError)) throw err;
+    throw new AccountError('invalid_sender_name', `A sender name is one line of at most ${MESSAGE_LIMITS.smsPrefixMax} printable characters.`);
   }
-  return name;
 }
 
 export type SignInResult = { status: 'ok'; accountId: number } | { status: 'wrong' } | { status: 'unverified' };

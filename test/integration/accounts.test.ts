@@ -260,6 +260,40 @@ describe('white-label relay', () => {
     await eventually(() => sms.requests.length > 0);
     expect(sms.requests.at(-1)!.body.text).toMatch(/^Brand Shop: Your verification code is 123456/);
   });
+
+  it('bounds a sender name as the site name that would otherwise prefix the SMS: 40 characters', async () => {
+    const business = await signedUp(s, smtp, 'long-brand@example.org', PASSWORD, from());
+    const account = await accountOf('long-brand@example.org');
+    await service('open').setRole(account.id, 'business', 2);
+    await business.get('/account');
+    const stored = async () => (await s.pool.query('select sender_name from accounts where id = $1', [account.id])).rows[0].sender_name;
+    const refused = await business.post('/account/sender-name', { sender_name: 'B'.repeat(41) });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('at most 40 printable characters');
+    expect(await stored()).toBeNull();
+    const forty = `Forty ${'x'.repeat(34)}`;
+    expect((await business.post('/account/sender-name', { sender_name: forty })).status).toBe(303);
+    expect(await stored()).toBe(forty);
+    // The site name has the same bound at a send, whichever name prefixes the SMS.
+    const key = (await s.createKey('professional')).key;
+    const site = (host: string) =>
+      call(s.origin, '/api/v2/relay-sms', { key, json: { recipient_phone: '+4915112345671', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 5 }, site_url: `https://${host}/` } });
+    const long = await site(`${'a'.repeat(33)}.example`); // 41 characters
+    expect(long.status).toBe(422);
+    expect(long.body.message).toContain('longer than 40 characters');
+    // The longest name prefixes the SMS whole.
+    const bizKey = (await s.createKey('business', { accountId: account.id })).key;
+    const sent = sms.requests.length;
+    const res = await call(s.origin, '/api/v2/relay-sms', {
+      key: bizKey,
+      json: { recipient_phone: '+4915112345672', template_code: '2fa_code', template_vars: { code: '654321', expiry_min: 5 } },
+    });
+    expect(res.status).toBe(200);
+    await eventually(() => sms.requests.length > sent);
+    expect(sms.requests.at(-1)!.body.text).toMatch(new RegExp(`^${forty}: Your verification code is 654321`));
+    // The database holds the same bound.
+    await expect(s.pool.query('update accounts set sender_name = $2 where id = $1', [account.id, 'L'.repeat(41)])).rejects.toThrow(/accounts_sender_name_check/);
+  });
 });
 
 describe('public pages', () => {

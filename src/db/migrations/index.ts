@@ -11,6 +11,7 @@ import { Migration20261124000000Accounts } from './Migration20261124000000Accoun
 import { Migration20261125000000RelayDelivery } from './Migration20261125000000RelayDelivery.js';
 import { Migration20261126100000BundlePurchases } from './Migration20261126100000BundlePurchases.js';
 import { Migration20261126110000SessionFlash } from './Migration20261126110000SessionFlash.js';
+import { Migration20261126120000SenderNameBound } from './Migration20261126120000SenderNameBound.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -26,4 +27,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125000000RelayDelivery', class: Migration20261125000000RelayDelivery },
   { name: 'Migration20261126100000BundlePurchases', class: Migration20261126100000BundlePurchases },
   { name: 'Migration20261126110000SessionFlash', class: Migration20261126110000SessionFlash },
+  { name: 'Migration20261126120000SenderNameBound', class: Migration20261126120000SenderNameBound },
 ];
