@@ -1542,13 +1542,13 @@ export interface components {
         };
         /** @description Relay usage and allowance of one channel (mail or SMS) in the current monthly period. Periods are calendar months in UTC. */
         RelayQuotaBlock: {
-            /** @description Messages delivered to the relay provider in the period. */
+            /** @description Messages of the period handed to the mail server or SMS provider, whatever a later delivery receipt says of them. */
             sent: number;
-            /** @description Messages waiting for delivery now. */
+            /** @description Messages waiting for delivery or being handed on now. */
             queued: number;
             /** @description Messages accepted in the period, whatever their state. */
             queued_total: number;
-            /** @description Messages of the period whose delivery failed. */
+            /** @description Messages of the period that could not be handed on (refused outright, or still failing when their retries were spent); their charge was given back. */
             failed: number;
             /** @description Monthly inclusive limit of the tier; `-1` for fair-use unlimited (Enterprise). */
             limit: number;
