@@ -24,7 +24,7 @@ beforeAll(async () => {
   s = await startTestServer();
   const created = await s.createKey('enterprise');
   caller = { keyId: created.keyId, keyName: '', accountId: created.accountId, role: 'enterprise', licences: 1 };
-  const queue = { enqueue: async (_channel: string, id: number) => void queued.push(id) } as unknown as RelayQueue;
+  const queue = { enqueue: async (_channel: string, id: number) => void queued.push(id), wake: () => undefined } as unknown as RelayQueue;
   const config = loadConfig({});
   service = new RelayService(s.pool, queue, { ...relayLimits(config.relay), channels: { mail: true, sms: true } }, s.clock, new KeySites(s.pool, s.clock), new SmsTemplates(s.pool, s.clock));
 });
