@@ -4,9 +4,10 @@ import type { WebConfig } from '../config.js';
 import { ROLES, type Role } from '../db/entities.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { checkLicences } from '../keys/keys.js';
+import { checkSmsPrefix, MESSAGE_LIMITS, MessageRuleError } from '../relay/message-rules.js';
 import { recordAudit, type Actor } from './audit.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
-import { DummyPassword, hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+import { DummyPassword, hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
 import type { Sessions } from './sessions.js';
 
@@ -58,14 +59,20 @@ export function normaliseEmail(input: unknown): string | undefined {
   return email.length <= EMAIL_MAX && EMAIL.test(email) ? email : undefined;
 }
 
-/** A sender name for white-label mail: one line, printable, 1-64 characters. */
+/**
+ * A sender name for white-label mail and SMS: it prefixes the account's templated SMS as a
+ * site's host name does, so it is bound by the same rule (relay/message-rules.ts
+ * `checkSmsPrefix`): one line, printable, at most `smsPrefixMax` (40) characters.
+ */
 export function checkSenderName(input: string): string | null {
   const name = input.trim();
   if (name === '') return null;
-  if (name.length > 64 || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name)) {
-    throw new AccountError('invalid_sender_name', 'A sender name is one line of at most 64 printable characters.');
+  try {
+    return checkSmsPrefix('sender_name', name, 'A sender name');
+  } catch (err) {
+    if (!(err instanceof MessageRuleError)) throw err;
+    throw new AccountError('invalid_sender_name', `A sender name is one line of at most ${MESSAGE_LIMITS.smsPrefixMax} printable characters.`);
   }
-  return name;
 }
 
 export type SignInResult = { status: 'ok'; accountId: number } | { status: 'wrong' } | { status: 'unverified' };
@@ -228,6 +235,13 @@ export class AccountService {
       await recordAudit(this.pool, { accountId: login.id, kind: 'sign_in_failed', actor: 'web', ip: input.ip }, this.clock.now());
       return { status: 'wrong' };
     }
+    if (needsRehash(login.password_hash, this.settings.scryptCost)) {
+      // Made before PASSWORD_SCRYPT_COST was raised: its check is quicker than the dummy's, which
+      // would tell a known address from an unknown one. Made anew now that the password is known
+      // (unless a reset changed it meanwhile).
+      const fresh = await hashPassword(input.password, this.settings.scryptCost);
+      await this.pool.query('update accounts set password_hash = $3 where id = $1 and password_hash = $2', [login.id, login.password_hash, fresh]);
+    }
     if (!login.email_verified_at) {
       const token = await this.issueToken(this.pool, login.id, 'verify');
       this.mail({
@@ -241,16 +255,22 @@ export class AccountService {
     return { status: 'ok', accountId: login.id };
   }
 
-  /** Sends a reset link when the address has an account; answers the same either way. */
+  /**
+   * Sends a reset link when the address has an account; answers the same either way. The link
+   * is written in the background with its mail, so a known address costs the answer no more
+   * than an unknown one (one read).
+   */
   async requestReset(emailInput: unknown): Promise<void> {
     const email = normaliseEmail(emailInput);
     const login = email ? await this.loginOf(this.pool, email) : undefined;
-    if (!login) return;
-    const token = await this.issueToken(this.pool, login.id, 'reset');
-    this.mail({
-      to: login.email,
-      subject: `${this.settings.serviceName}: choose a new password`,
-      text: `To choose a new password for your account at ${this.settings.publicUrl()}, follow this link:\n\n${this.link('/account/reset/confirm', token)}\n\nIt works once and expires in ${Math.round(this.settings.resetTtlMs / 60_000)} minutes.\nIf you did not ask for it, ignore this mail; your password stays as it is.\n`,
+    if (!login || !this.canMail) return;
+    this.mailer.sendAfter(async () => {
+      const token = await this.issueToken(this.pool, login.id, 'reset');
+      return {
+        to: login.email,
+        subject: `${this.settings.serviceName}: choose a new password`,
+        text: `To choose a new password for your account at ${this.settings.publicUrl()}, follow this link:\n\n${this.link('/account/reset/confirm', token)}\n\nIt works once and expires in ${Math.round(this.settings.resetTtlMs / 60_000)} minutes.\nIf you did not ask for it, ignore this mail; your password stays as it is.\n`,
+      };
     });
   }
 
@@ -264,14 +284,19 @@ export class AccountService {
    */
   async resetPassword(token: unknown, password: string, ip: string): Promise<'done' | 'invalid_link' | { problem: string }> {
     if (!looksLikeToken(token)) return 'invalid_link';
+    // The cheap checks come first: a live link and an acceptable password, both without using
+    // the link up. Only then the 32 MiB scrypt run, so a stranger with made-up links never
+    // makes the server hash (the page's per-IP throttle bounds the rest).
+    const owner = await this.redeem(this.pool, token, 'reset', false);
+    if (owner === undefined) return 'invalid_link';
+    const { rows } = await this.pool.query<{ email: string }>('select email from accounts where id = $1', [owner]);
+    const problem = passwordProblem(password, rows[0]?.email ?? '');
+    if (problem) return { problem };
     const passwordHash = await hashPassword(password, this.settings.scryptCost);
     return transaction(this.pool, async (client) => {
-      const accountId = await this.redeem(client, token, 'reset', false);
+      // Used up here, once, whoever else sent the same link meanwhile.
+      const accountId = await this.redeem(client, token, 'reset', true);
       if (accountId === undefined) return 'invalid_link' as const;
-      const { rows } = await client.query<{ email: string }>('select email from accounts where id = $1', [accountId]);
-      const problem = passwordProblem(password, rows[0]?.email ?? '');
-      if (problem) return { problem };
-      if ((await this.redeem(client, token, 'reset', true)) === undefined) return 'invalid_link' as const;
       const now = this.clock.now();
       await client.query('update accounts set password_hash = $2, email_verified_at = coalesce(email_verified_at, $3) where id = $1', [
         accountId,

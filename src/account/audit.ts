@@ -19,6 +19,10 @@ export const AUDIT_KINDS = [
   'sender_name_changed',
   'bundle_purchase',
   'bundle_refund',
+  // A paid purchase whose credits could not be given (the account could no longer hold
+  // bundles), and the refund of such a purchase, which took nothing back.
+  'bundle_purchase_unapplied',
+  'bundle_refund_unapplied',
   'relay_mail',
   'relay_sms',
 ] as const;

@@ -38,9 +38,21 @@ export class AccountMailer {
     this.pending.add(sending);
   }
 
+  /**
+   * Prepares a mail in the background, then sends it: for work (writing a link's token) that
+   * happens only when a mail goes out, so that it cannot lengthen the answer either.
+   */
+  sendAfter(prepare: () => Promise<AccountMail | undefined>): void {
+    const preparing = prepare()
+      .then((mail) => mail && this.send(mail))
+      .catch((err: unknown) => this.logger.error({ err: (err as Error).message }, 'account mail could not be prepared'))
+      .finally(() => this.pending.delete(preparing));
+    this.pending.add(preparing);
+  }
+
   /** Waits for mails under way (shutdown, tests). */
   async settle(): Promise<void> {
-    await Promise.all([...this.pending]);
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
   close(): void {

@@ -39,6 +39,16 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /**
+ * Whether a stored hash was made with other parameters than a new one would be (a lower cost
+ * from before PASSWORD_SCRYPT_COST was raised): checking it takes less time than checking the
+ * dummy of an unknown address, so it is made anew at the next successful sign-in.
+ */
+export function needsRehash(stored: string, cost: number): boolean {
+  const [scheme, c, r, p] = stored.split('$');
+  return scheme !== 'scrypt' || Number(c) !== cost || Number(r) !== R || Number(p) !== P;
+}
+
+/**
  * Work as long as a real check, for an address with no account (or no password): sign-in takes
  * the same time whether or not the address is registered.
  */

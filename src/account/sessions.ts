@@ -1,3 +1,4 @@
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
@@ -14,6 +15,37 @@ export interface Session {
   /** The session's own secret, binding its CSRF tokens (never shown, never logged). */
   token: string;
   createdAt: Date;
+}
+
+/** What a form's answer leaves for the page it redirects to: a new key, shown once. */
+export interface Flash {
+  kind: 'key-created';
+  key: string;
+  prefix: string;
+  name: string | null;
+}
+
+/**
+ * A flash is sealed (AES-256-GCM) under a key derived from the session's id, which the table
+ * does not hold (only its SHA-256): a copy of the database reads no key out of it.
+ */
+const flashKey = (token: string) => createHmac('sha256', token).update('trs web flash v1').digest();
+
+function seal(token: string, flash: Flash): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', flashKey(token), iv);
+  const body = Buffer.concat([cipher.update(JSON.stringify(flash), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+}
+
+function unseal(token: string, sealed: Buffer): Flash | undefined {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', flashKey(token), sealed.subarray(0, 12));
+    decipher.setAuthTag(sealed.subarray(12, 28));
+    return JSON.parse(Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8')) as Flash;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A session's last use is written at most this often, not on every page. */
@@ -57,6 +89,21 @@ export class Sessions {
       await this.db.query('update web_sessions set last_seen_at = $2 where id_hash = $1', [tokenHash(token), now]);
     }
     return { accountId: row.account_id, token, createdAt: row.created_at };
+  }
+
+  /** Leaves a flash for the session's next page (replacing one it has not shown). */
+  async setFlash(token: string, flash: Flash): Promise<void> {
+    await this.db.query('update web_sessions set flash = $2 where id_hash = $1', [tokenHash(token), seal(token, flash)]);
+  }
+
+  /** The session's flash, taken: it is gone once read, whoever asks at the same time. */
+  async takeFlash(token: string): Promise<Flash | undefined> {
+    const { rows } = await this.db.query<{ flash: Buffer | null }>(
+      `update web_sessions s set flash = null from (select id_hash, flash from web_sessions where id_hash = $1 for update) old
+        where s.id_hash = old.id_hash and old.flash is not null returning old.flash`,
+      [tokenHash(token)],
+    );
+    return rows[0]?.flash ? unseal(token, rows[0].flash) : undefined;
   }
 
   async destroy(token: string | undefined): Promise<void> {

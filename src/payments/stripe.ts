@@ -17,7 +17,11 @@ import { bundleOf, type Bundle } from '../relay/policy.js';
  *   it is the one event that says so, where `refund.*` events would have us add up partial
  *   refunds. A partial refund is a goodwill gesture and leaves the credits.
  *
- * The event id is the ledger's event id, so an event Stripe delivers twice is applied once.
+ * The event id is the ledger's event id, so an event Stripe delivers twice is applied once, and
+ * the Checkout Session id is the purchase's id, so a session is credited once even when two
+ * different events say it was paid. A paid session the account can no longer take (its role
+ * holds no bundles) is recorded as such (`bundle_purchases`, and `bundle_purchase_unapplied` in
+ * the account's audit trail, with a warning in the log), and its refund takes nothing back.
  */
 export interface BundleForSale extends Bundle {
   bundleId: string;
@@ -115,9 +119,14 @@ export function stripeWebhookRouter(stripe: StripePayments, ledger: BundleLedger
   return router;
 }
 
+/** An id Stripe gives as a string or as the expanded object. */
+const idOf = (value: string | { id: string } | null | undefined): string | undefined => (typeof value === 'string' ? value : value?.id);
+
 async function handle(stripe: StripePayments, ledger: BundleLedger, event: Stripe.Event, logger: Logger): Promise<Outcome> {
   let kind: 'purchase' | 'refund';
   let target: { accountId: number; bundleId: string } | undefined;
+  let purchaseRef: string | undefined;
+  let paymentIntent: string | undefined;
   switch (event.type) {
     case 'checkout.session.completed':
     case 'checkout.session.async_payment_succeeded': {
@@ -125,6 +134,9 @@ async function handle(stripe: StripePayments, ledger: BundleLedger, event: Strip
       if (session.payment_status !== 'paid') return { status: 200, body: { ok: true, ignored: 'not paid yet' } };
       kind = 'purchase';
       target = StripePayments.target(session.metadata);
+      // A session is credited once, whichever of its events (completed, async success) comes.
+      purchaseRef = session.id ? `stripe:${session.id}` : undefined;
+      paymentIntent = idOf(session.payment_intent);
       break;
     }
     case 'charge.refunded': {
@@ -132,6 +144,7 @@ async function handle(stripe: StripePayments, ledger: BundleLedger, event: Strip
       if (!charge.refunded) return { status: 200, body: { ok: true, ignored: 'partial refund' } };
       kind = 'refund';
       target = await stripe.refundTarget(charge);
+      paymentIntent = idOf(charge.payment_intent);
       break;
     }
     default:
@@ -140,12 +153,28 @@ async function handle(stripe: StripePayments, ledger: BundleLedger, event: Strip
   // Not one of our sessions (another product on the same Stripe account): nothing to do.
   if (!target) return { status: 200, body: { ok: true, ignored: 'no bundle in metadata' } };
   try {
-    const applied = await ledger.apply({ eventId: event.id, kind, ...target, actor: 'stripe' });
+    const applied = await ledger.apply({
+      eventId: event.id,
+      kind,
+      ...target,
+      actor: 'stripe',
+      purchaseRef,
+      paymentRef: paymentIntent && `stripe:${paymentIntent}`,
+    });
+    if (applied.neverCredited) {
+      logger.warn({ eventId: event.id, type: event.type, accountId: target.accountId, paymentIntent }, 'Stripe refund of a purchase that was never credited: nothing taken back');
+      return { status: 200, body: { ok: true, duplicate: false, ignored: 'purchase never credited', channel: applied.channel, balance: applied.balance } };
+    }
     return { status: 200, body: { ok: true, duplicate: !applied.applied, channel: applied.channel, balance: applied.balance } };
   } catch (err) {
     if (!(err instanceof BundleError)) throw err;
-    // Retrying will not help: say so to Stripe (2xx ends its retries) and to the operator.
-    logger.error({ eventId: event.id, type: event.type, accountId: target.accountId, code: err.code }, 'Stripe event could not be applied to the bundle ledger');
+    // Retrying will not help: say so to Stripe (2xx ends its retries) and to the operator. A paid
+    // purchase is on record (bundle_purchases, and the account's audit trail) for the operator
+    // to credit by hand or refund.
+    logger.warn(
+      { eventId: event.id, type: event.type, accountId: target.accountId, bundleId: target.bundleId, purchase: purchaseRef, code: err.code },
+      kind === 'purchase' ? 'paid Stripe purchase could not be credited: recorded as bundle_purchase_unapplied' : 'Stripe event could not be applied to the bundle ledger',
+    );
     return { status: 200, body: { ok: false, code: err.code, message: err.message } };
   }
 }

@@ -21,12 +21,25 @@ export interface LedgerEvent {
   bundleId: string;
   /** Who sent it, for the account's audit trail (the generic payment webhook unless said). */
   actor?: Actor;
+  /**
+   * The provider's id of the purchase (Stripe: `stripe:<Checkout Session id>`). A purchase with
+   * one is credited once, whatever number of different events name it, and is kept on record
+   * (`bundle_purchases`) even when its credits cannot be given.
+   */
+  purchaseRef?: string;
+  /**
+   * The id of the payment (Stripe: `stripe:<PaymentIntent id>`): on a purchase it is recorded,
+   * on a refund it finds the purchase, so that a refund takes back only what was credited.
+   */
+  paymentRef?: string;
 }
 
 export interface Applied {
   applied: boolean;
   channel: Channel;
   balance: number;
+  /** A refund whose purchase was never credited: nothing was taken back. */
+  neverCredited?: boolean;
 }
 
 /** The bundle balance of an account's channel: the sum of its append-only ledger. */
@@ -50,39 +63,120 @@ export class BundleLedger {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * Applies a purchase or refund. A purchase with a `purchaseRef` that cannot be credited (the
+   * account can no longer hold bundles, or is gone) is still recorded, with an audit event
+   * `bundle_purchase_unapplied` on the account, before the BundleError is thrown: a paid
+   * purchase never vanishes, and its later refund takes nothing.
+   */
   async apply(event: LedgerEvent): Promise<Applied> {
     const bundle = bundleOf(event.bundleId);
     if (!bundle) throw new BundleError('unknown_bundle', `unknown bundle ${event.bundleId}; known: ${Object.keys(BUNDLES).join(', ')}`);
-    return transaction(this.pool, async (client) => {
-      const { rows } = await client.query<{ role: string }>('select role from accounts where id = $1', [event.accountId]);
-      if (!rows[0]) throw new BundleError('unknown_account', `no account ${event.accountId}`);
-      if (!(Object.hasOwn(RELAY_TIERS, rows[0].role) && RELAY_TIERS[rows[0].role as keyof typeof RELAY_TIERS]?.bundleEligible)) {
-        throw new BundleError('not_bundle_eligible', `account ${event.accountId} (${rows[0].role}) cannot hold bundles`);
-      }
-      const amount = event.kind === 'purchase' ? bundle.credits : -bundle.credits;
-      const inserted = await client.query(
-        `insert into bundle_ledger (account_id, channel, kind, amount, bundle_id, event_id, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7) on conflict (event_id) do nothing`,
-        [event.accountId, bundle.channel, event.kind, amount, event.bundleId, event.eventId, this.clock.now()],
-      );
-      if (inserted.rowCount === 1) {
-        await recordAudit(
-          client,
-          {
-            accountId: event.accountId,
-            kind: event.kind === 'purchase' ? 'bundle_purchase' : 'bundle_refund',
-            actor: event.actor ?? 'webhook',
-            detail: { bundle_id: event.bundleId, credits: amount, event_id: event.eventId },
-          },
-          this.clock.now(),
+    const outcome = await transaction(this.pool, async (client): Promise<Applied | BundleError> => {
+      const now = this.clock.now();
+      if (event.kind === 'purchase' && event.purchaseRef) {
+        const refusal = await this.refusal(client, event);
+        const claimed = await client.query(
+          `insert into bundle_purchases (purchase_ref, payment_ref, account_id, bundle_id, event_id, credited, reason, created_at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict do nothing`,
+          [event.purchaseRef, event.paymentRef ?? null, event.accountId, event.bundleId, event.eventId, !refusal, refusal?.code ?? null, now],
         );
+        // Another event about the same purchase came first: it decided, once.
+        if (claimed.rowCount !== 1) return this.result(client, event, bundle.channel, false);
+        if (refusal) {
+          if (refusal.code !== 'unknown_account') {
+            await recordAudit(
+              client,
+              {
+                accountId: event.accountId,
+                kind: 'bundle_purchase_unapplied',
+                actor: event.actor ?? 'webhook',
+                detail: { bundle_id: event.bundleId, credits: 0, event_id: event.eventId, purchase: event.purchaseRef, reason: refusal.code },
+              },
+              now,
+            );
+          }
+          return refusal;
+        }
+        return this.insert(client, event, bundle.credits, bundle.channel);
       }
-      return {
-        applied: inserted.rowCount === 1,
-        channel: bundle.channel,
-        balance: await bundleBalance(client, event.accountId, bundle.channel),
-      };
+      if (event.kind === 'refund' && event.paymentRef) {
+        const { rows } = await client.query<{ purchase_ref: string; account_id: number; bundle_id: string; credited: boolean; refunded_at: Date | null }>(
+          'select purchase_ref, account_id, bundle_id, credited, refunded_at from bundle_purchases where payment_ref = $1 for update',
+          [event.paymentRef],
+        );
+        const purchase = rows[0];
+        if (purchase) {
+          const target = { ...event, accountId: purchase.account_id, bundleId: purchase.bundle_id };
+          const channel = bundleOf(purchase.bundle_id)!.channel;
+          if (purchase.refunded_at) return this.result(client, target, channel, false);
+          await client.query('update bundle_purchases set refunded_at = $2, refund_event_id = $3 where purchase_ref = $1', [purchase.purchase_ref, now, event.eventId]);
+          if (!purchase.credited) {
+            const { rows: account } = await client.query('select 1 from accounts where id = $1', [purchase.account_id]);
+            if (account[0]) {
+              await recordAudit(
+                client,
+                {
+                  accountId: purchase.account_id,
+                  kind: 'bundle_refund_unapplied',
+                  actor: event.actor ?? 'webhook',
+                  detail: { bundle_id: purchase.bundle_id, credits: 0, event_id: event.eventId, purchase: purchase.purchase_ref },
+                },
+                now,
+              );
+            }
+            return { ...(await this.result(client, target, channel, false)), neverCredited: true };
+          }
+          return this.insert(client, target, -bundleOf(purchase.bundle_id)!.credits, channel);
+        }
+        // A purchase from before purchases were recorded (or whose event has not come yet): as before.
+      }
+      const refusal = await this.refusal(client, event);
+      if (refusal) return refusal;
+      return this.insert(client, event, event.kind === 'purchase' ? bundle.credits : -bundle.credits, bundle.channel);
     });
+    if (outcome instanceof BundleError) throw outcome;
+    return outcome;
+  }
+
+  /**
+   * Why the account cannot take this event: it is gone, or (for a purchase) its role holds no
+   * bundles. A refund is taken back whatever the role is now: the credits were given.
+   */
+  private async refusal(db: Queryable, event: LedgerEvent): Promise<BundleError | undefined> {
+    const { rows } = await db.query<{ role: string }>('select role from accounts where id = $1', [event.accountId]);
+    if (!rows[0]) return new BundleError('unknown_account', `no account ${event.accountId}`);
+    if (event.kind === 'refund') return undefined;
+    if (!(Object.hasOwn(RELAY_TIERS, rows[0].role) && RELAY_TIERS[rows[0].role as keyof typeof RELAY_TIERS]?.bundleEligible)) {
+      return new BundleError('not_bundle_eligible', `account ${event.accountId} (${rows[0].role}) cannot hold bundles`);
+    }
+    return undefined;
+  }
+
+  private async insert(db: Queryable, event: LedgerEvent, amount: number, channel: Channel): Promise<Applied> {
+    const inserted = await db.query(
+      `insert into bundle_ledger (account_id, channel, kind, amount, bundle_id, event_id, created_at)
+       values ($1, $2, $3, $4, $5, $6, $7) on conflict (event_id) do nothing`,
+      [event.accountId, channel, event.kind, amount, event.bundleId, event.eventId, this.clock.now()],
+    );
+    if (inserted.rowCount === 1) {
+      await recordAudit(
+        db,
+        {
+          accountId: event.accountId,
+          kind: event.kind === 'purchase' ? 'bundle_purchase' : 'bundle_refund',
+          actor: event.actor ?? 'webhook',
+          detail: { bundle_id: event.bundleId, credits: amount, event_id: event.eventId },
+        },
+        this.clock.now(),
+      );
+    }
+    return this.result(db, event, channel, inserted.rowCount === 1);
+  }
+
+  private async result(db: Queryable, event: LedgerEvent, channel: Channel, applied: boolean): Promise<Applied> {
+    const { rows } = await db.query('select 1 from accounts where id = $1', [event.accountId]);
+    return { applied, channel, balance: rows[0] ? await bundleBalance(db, event.accountId, channel) : 0 };
   }
 
   /** An operator's credit or refund (CLI): an event of its own. */

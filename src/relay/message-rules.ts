@@ -17,8 +17,12 @@ export const MESSAGE_LIMITS = {
   headerValueMax: 998,
   siteUrlMax: 2048,
   smsTextMax: 480,
-  /** The site name that prefixes a templated SMS ("example.com: Your code ..."). */
-  smsSiteNameMax: 40,
+  /**
+   * The name that prefixes a templated SMS ("example.com: Your code ...", "Brand Shop: ..."):
+   * the site's host name, or a white-label account's sender name. One bound for both
+   * (`checkSmsPrefix`), since either may stand at the head of the text.
+   */
+  smsPrefixMax: 40,
   codePattern: /^[0-9]{4,10}$/,
   expiryMin: 1,
   expiryMax: 60,
@@ -51,6 +55,18 @@ export function boundedText(field: string, value: string, max: number): string {
   if (value.length > max) throw new MessageRuleError(field, `${field} is longer than ${max} characters`);
   if (value.includes('\u0000')) throw new MessageRuleError(field, `${field} must not contain NUL characters`);
   return value;
+}
+
+/**
+ * A name that may prefix an SMS: one line, printable, at most `smsPrefixMax` characters. The
+ * site's host at each send and a white-label sender name when it is set are checked here alike.
+ */
+export function checkSmsPrefix(field: string, name: string, what = field): string {
+  if (LINE_BREAK.test(name) || CONTROL.test(name)) throw new MessageRuleError(field, `${what} must be one line without control characters`);
+  if (name.length > MESSAGE_LIMITS.smsPrefixMax) {
+    throw new MessageRuleError(field, `${what}, which prefixes the SMS, is longer than ${MESSAGE_LIMITS.smsPrefixMax} characters`);
+  }
+  return name;
 }
 
 /** `local@domain` with a dot in the domain and nothing that needs quoting. */

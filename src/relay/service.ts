@@ -13,6 +13,7 @@ import {
   boundedText,
   interpretHeaders,
   checkPhone,
+  checkSmsPrefix,
   checkTemplateVars,
   MESSAGE_LIMITS,
   MessageRuleError,
@@ -230,9 +231,7 @@ export class RelayService {
       if (input.template_code) {
         const vars = current(input.template_vars, input.vars);
         if (!vars) throw new MessageRuleError('template_vars', 'template_vars (code, expiry_min) are required with template_code');
-        if (siteRef.host.length > MESSAGE_LIMITS.smsSiteNameMax) {
-          throw new MessageRuleError('site_url', `the host name of site_url, which prefixes the SMS, is longer than ${MESSAGE_LIMITS.smsSiteNameMax} characters`);
-        }
+        checkSmsPrefix('site_url', siteRef.host, 'the host name of site_url');
         return { phone: number, site: siteRef, template: { code: input.template_code, vars: checkTemplateVars(vars) }, message: undefined };
       }
       if (input.message) {

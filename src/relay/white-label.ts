@@ -26,7 +26,11 @@ export function brandMail(payload: MailPayload, role: Role, accountSenderName: s
   };
 }
 
-/** The name a templated SMS is prefixed with: the white-label sender name, else the site. */
+/**
+ * The name a templated SMS is prefixed with: the white-label sender name, else the site. Both
+ * are bound alike by `checkSmsPrefix` (relay/message-rules.ts) when they come in: the sender
+ * name when it is set (and by the database's check), the host at each send.
+ */
 export function smsPrefix(role: Role, accountSenderName: string | null, siteHost: string): string | undefined {
   if (isWhiteLabel(role) && accountSenderName) return accountSenderName;
   return siteHost || undefined;

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { AccountError, EMAIL_MAX } from '../account/accounts.js';
 import { PASSWORD_MAX } from '../account/passwords.js';
-import type { AuthAction } from '../account/throttle.js';
+import type { AuthAction, ThrottleVerdict } from '../account/throttle.js';
 import { sourceIp } from '../http/metering.js';
 import { endSession, field, localPath, pageContext, startSession, type WebDeps } from './context.js';
 
@@ -19,14 +19,15 @@ export function authPages(deps: WebDeps) {
   const message = (res: Response, title: string, text: string, status = 200, extra: Record<string, unknown> = {}) =>
     deps.pages.send(res, 'message', { ...ctx(res), title, text, ...extra }, status);
 
-  /** The per-address and per-IP throttle; refused attempts get 429 and Retry-After. */
-  async function throttled(req: Request, res: Response, action: AuthAction, email: string): Promise<boolean> {
+  /** The per-address and per-IP throttle; refused attempts get 429 and Retry-After (and undefined here). */
+  async function admitted(req: Request, res: Response, action: AuthAction, email: string): Promise<ThrottleVerdict | undefined> {
     const verdict = await deps.throttle.take(action, email || undefined, sourceIp(req));
-    if (verdict.allowed) return false;
+    if (verdict.allowed) return verdict;
     res.setHeader('Retry-After', String(verdict.retryAfter));
     message(res, 'Too many attempts', `Too many attempts from here or for this address. Try again in ${Math.ceil(verdict.retryAfter / 60)} minutes.`, 429);
-    return true;
+    return undefined;
   }
+  const throttled = async (req: Request, res: Response, action: AuthAction, email: string) => !(await admitted(req, res, action, email));
 
   const mailNote = () =>
     deps.accounts.canMail
@@ -89,9 +90,12 @@ export function authPages(deps: WebDeps) {
       const email = field(req, 'email', EMAIL_MAX + 10);
       const password = field(req, 'password', PASSWORD_FIELD_MAX);
       const next = localPath(field(req, 'next', 200));
-      if (await throttled(req, res, 'sign-in', email)) return;
+      const admission = await admitted(req, res, 'sign-in', email);
+      if (!admission) return;
       const ip = sourceIp(req);
       const result = await deps.accounts.signIn({ email, password, ip });
+      // The right password (confirmed address or not) is no failure: the address's counts take failures only.
+      if (result.status !== 'wrong') await deps.throttle.forgive(admission);
       if (result.status === 'ok') {
         await startSession(deps, req, res, result.accountId, ip);
         return res.redirect(303, next);
@@ -132,6 +136,7 @@ export function authPages(deps: WebDeps) {
     async resetConfirm(req: Request, res: Response) {
       const token = field(req, 'token', TOKEN_MAX);
       const password = field(req, 'password', PASSWORD_FIELD_MAX);
+      if (await throttled(req, res, 'reset-confirm', '')) return;
       if (password.length > PASSWORD_MAX) {
         return deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token, error: `Use at most ${PASSWORD_MAX} characters.` }, 400);
       }

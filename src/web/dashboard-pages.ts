@@ -78,8 +78,18 @@ export function dashboardPages(deps: WebDeps) {
         if (!(err instanceof KeyError)) throw err;
         return show(res, { keyError: 'A key name is one line of at most 100 characters.' }, 400);
       }
-      // Shown on this answer only: never in a URL, never stored, never cached (no-store).
-      deps.pages.send(res, 'key-created', { ...ctx(res), title: 'Your new key', key: created.key, prefix: created.prefix, name: created.name }, 201);
+      // POST-redirect-GET: reloading the page that shows the key must not make another key. The
+      // key waits for that page in the session, sealed under the session's id (never in a URL,
+      // never readable in the database), and is gone once shown.
+      await deps.sessions.setFlash(res.locals.web!.session!.token, { kind: 'key-created', key: created.key, prefix: created.prefix, name: created.name ?? null });
+      res.redirect(303, '/account/keys/new');
+    },
+
+    /** The new key, shown once: a reload (or a second tab) finds nothing and goes to the dashboard. */
+    async newKey(_req: Request, res: Response) {
+      const flash = await deps.sessions.takeFlash(res.locals.web!.session!.token);
+      if (flash?.kind !== 'key-created') return res.redirect(303, '/account#keys');
+      deps.pages.send(res, 'key-created', { ...ctx(res), title: 'Your new key', key: flash.key, prefix: flash.prefix, name: flash.name });
     },
 
     async revokeKey(req: Request, res: Response) {

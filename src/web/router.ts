@@ -39,6 +39,7 @@ export function webRouter(deps: WebDeps): Router {
 
   router.get('/account', page, requireAccount, dash.dashboard);
   router.post('/account/keys', form, page, csrf, requireAccount, dash.createKey);
+  router.get('/account/keys/new', page, requireAccount, dash.newKey);
   router.post('/account/keys/:keyId/revoke', form, page, csrf, requireAccount, dash.revokeKey);
   router.post('/account/sender-name', form, page, csrf, requireAccount, dash.senderName);
   router.post('/account/bundles/:bundleId/buy', form, page, csrf, requireAccount, dash.buy);

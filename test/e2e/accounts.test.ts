@@ -53,13 +53,18 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
     }
     await blacklistSnapshots(s.pool, s.clock).regenerate();
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context = await newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
-    // No page may load anything from another origin.
-    context.on('request', (request) => {
-      if (!request.url().startsWith(s.origin)) foreign.push(request.url());
-    });
   });
+
+  /** Every browser context of these tests (desktop, phone, no JavaScript): none may load anything from another origin. */
+  async function newContext(options: Parameters<Browser['newContext']>[0]): Promise<BrowserContext> {
+    const made = await browser.newContext(options);
+    made.on('request', (request) => {
+      if (new URL(request.url()).origin !== s.origin) foreign.push(request.url());
+    });
+    return made;
+  }
 
   afterAll(async () => {
     await browser?.close();
@@ -69,19 +74,31 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
 
   it('draws the map, the charts and the tables on the home page', async () => {
     await page.goto(`${s.origin}/`);
-    await expect(page.locator('svg.map')).toBeTruthy();
+    // The map and the three charts are there, drawn and on screen (not merely a locator).
+    const map = page.locator('svg.map');
+    expect(await map.count()).toBe(1);
+    expect(await map.isVisible()).toBe(true);
     expect(await page.locator('svg.map path.reported').count()).toBeGreaterThanOrEqual(3);
     expect(await page.locator('svg.map g:nth-of-type(2) path').count()).toBeGreaterThanOrEqual(2);
-    expect(await page.locator('svg.chart').count()).toBe(3);
-    const box = await page.locator('svg.map').boundingBox();
+    const charts = page.locator('svg.chart');
+    expect(await charts.count()).toBe(3);
+    for (let i = 0; i < 3; i++) {
+      expect(await charts.nth(i).isVisible()).toBe(true);
+      const chartBox = await charts.nth(i).boundingBox();
+      expect(chartBox!.width * chartBox!.height).toBeGreaterThan(0);
+      // Each chart draws its series (a path with a shape), not an empty frame.
+      expect(await charts.nth(i).locator('path[d^="M"]').count()).toBeGreaterThan(0);
+    }
+    const box = await map.boundingBox();
     expect(box!.width).toBeGreaterThan(600);
     expect(await page.locator('table.bars').first().textContent()).toContain('Brute-Force');
     await shot(page, 'home');
     // Readable on a phone: nothing wider than the screen.
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+    const phone = await newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
     const small = await phone.newPage();
     await small.goto(`${s.origin}/`);
     expect(await small.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await small.locator('svg.map').isVisible()).toBe(true);
     await shot(small, 'home-phone', false);
     await phone.close();
   });
@@ -124,6 +141,8 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
 
     await page.getByLabel('Name of the new key (optional)').fill('laptop');
     await page.getByRole('button', { name: 'Generate a key' }).click();
+    // POST-redirect-GET: the key is on a page of its own, fetched once.
+    await page.waitForURL(`${s.origin}/account/keys/new`);
     const key = await page.locator('input#new-key').inputValue();
     expect(key).toMatch(/^trs_[A-Za-z0-9_-]{43}$/);
     await shot(page, 'key-created', false);
@@ -131,6 +150,11 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
     const { rows } = await s.pool.query('select hash, prefix from api_keys where name = $1', ['laptop']);
     expect(rows[0].hash.equals(createHash('sha256').update(key).digest())).toBe(true);
     expect(key.startsWith(rows[0].prefix)).toBe(true);
+    // Reloading makes no second key and shows this one no more: the browser lands on the dashboard.
+    await page.reload();
+    await page.waitForURL(`${s.origin}/account#keys`);
+    expect(await page.content()).not.toContain(key);
+    expect((await s.pool.query("select count(*)::int as n from api_keys where name = 'laptop'")).rows[0].n).toBe(1);
 
     const works = await call(s.origin, '/api/v2/verify-key', { key });
     expect(works.status).toBe(200);
@@ -164,7 +188,7 @@ describe.skipIf(!haveChromium)('accounts in a real browser', () => {
   });
 
   it('works without JavaScript and loaded nothing from another origin', async () => {
-    const plain = await browser.newContext({ javaScriptEnabled: false });
+    const plain = await newContext({ javaScriptEnabled: false });
     const p = await plain.newPage();
     await p.goto(`${s.origin}/account/sign-in`);
     await p.getByLabel('E-mail address').fill('ada@example.org');

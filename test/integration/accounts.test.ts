@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { call } from '../support/http.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { heading, linkFromMail, signedUp, WebClient } from '../support/web.js';
+import { generateKey, heading, linkFromMail, signedUp, WebClient } from '../support/web.js';
 import pino from 'pino';
 
 /**
@@ -135,8 +135,7 @@ describe('a server that cannot send mail', () => {
 describe('the dashboard', () => {
   it("shows today's usage, each key's last use (written at most every 5 minutes), sites and reports", async () => {
     const web = await signedUp(s, smtp, 'busy@example.org', PASSWORD, from());
-    const created = await web.post('/account/keys', { name: 'site key' });
-    const key = /value="(trs_[^"]+)"/.exec(created.text)![1]!;
+    const key = (await generateKey(web, 'site key')).key!;
     const lastUsed = async () => (await s.pool.query("select last_used_at from api_keys where name = 'site key'")).rows[0].last_used_at as Date | null;
     expect(await lastUsed()).toBeNull();
     expect((await call(s.origin, '/api/v2/check?ip=8.8.8.8', { key, headers: { 'X-Rip-Site': 'https://www.shop.example/' } })).status).toBe(200);
@@ -160,7 +159,7 @@ describe('the dashboard', () => {
 
   it('limits the keys an account holds at once', async () => {
     const web = await signedUp(s, smtp, 'hoarder@example.org', PASSWORD, from());
-    for (let i = 0; i < 20; i++) expect((await web.post('/account/keys', { name: `k${i}` })).status).toBe(201);
+    for (let i = 0; i < 20; i++) expect((await web.post('/account/keys', { name: `k${i}` })).status).toBe(303);
     expect((await web.post('/account/keys', { name: 'one too many' })).status).toBe(409);
   });
 });
@@ -183,8 +182,7 @@ describe('the audit trail of a Business account', () => {
 
   it('lists sign-ins, keys, role and licence changes, bundles and relay sends by site with their outcome', async () => {
     await web.get('/account');
-    const created = await web.post('/account/keys', { name: '=HYPERLINK("http://evil.example")' });
-    const key = /value="(trs_[^"]+)"/.exec(created.text)![1]!;
+    const key = (await generateKey(web, '=HYPERLINK("http://evil.example")')).key!;
     await s.pool.query("insert into bundle_ledger (account_id, channel, kind, amount, bundle_id, event_id, created_at) values ($1, 'mail', 'purchase', 1000, 'svc_mail_bundle_1000', 'evt_x', now())", [accountId]);
     const { BundleLedger } = await import('../../src/relay/ledger.js');
     await new BundleLedger(s.pool, s.clock).manual('purchase', accountId, 'svc_sms_bundle_50');
@@ -261,6 +259,40 @@ describe('white-label relay', () => {
     expect(res.status).toBe(200);
     await eventually(() => sms.requests.length > 0);
     expect(sms.requests.at(-1)!.body.text).toMatch(/^Brand Shop: Your verification code is 123456/);
+  });
+
+  it('bounds a sender name as the site name that would otherwise prefix the SMS: 40 characters', async () => {
+    const business = await signedUp(s, smtp, 'long-brand@example.org', PASSWORD, from());
+    const account = await accountOf('long-brand@example.org');
+    await service('open').setRole(account.id, 'business', 2);
+    await business.get('/account');
+    const stored = async () => (await s.pool.query('select sender_name from accounts where id = $1', [account.id])).rows[0].sender_name;
+    const refused = await business.post('/account/sender-name', { sender_name: 'B'.repeat(41) });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('at most 40 printable characters');
+    expect(await stored()).toBeNull();
+    const forty = `Forty ${'x'.repeat(34)}`;
+    expect((await business.post('/account/sender-name', { sender_name: forty })).status).toBe(303);
+    expect(await stored()).toBe(forty);
+    // The site name has the same bound at a send, whichever name prefixes the SMS.
+    const key = (await s.createKey('professional')).key;
+    const site = (host: string) =>
+      call(s.origin, '/api/v2/relay-sms', { key, json: { recipient_phone: '+4915112345671', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 5 }, site_url: `https://${host}/` } });
+    const long = await site(`${'a'.repeat(33)}.example`); // 41 characters
+    expect(long.status).toBe(422);
+    expect(long.body.message).toContain('longer than 40 characters');
+    // The longest name prefixes the SMS whole.
+    const bizKey = (await s.createKey('business', { accountId: account.id })).key;
+    const sent = sms.requests.length;
+    const res = await call(s.origin, '/api/v2/relay-sms', {
+      key: bizKey,
+      json: { recipient_phone: '+4915112345672', template_code: '2fa_code', template_vars: { code: '654321', expiry_min: 5 } },
+    });
+    expect(res.status).toBe(200);
+    await eventually(() => sms.requests.length > sent);
+    expect(sms.requests.at(-1)!.body.text).toMatch(new RegExp(`^${forty}: Your verification code is 654321`));
+    // The database holds the same bound.
+    await expect(s.pool.query('update accounts set sender_name = $2 where id = $1', [account.id, 'L'.repeat(41)])).rejects.toThrow(/accounts_sender_name_check/);
   });
 });
 

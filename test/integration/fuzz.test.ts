@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLES } from '../../src/db/entities.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
+import { rawCall } from '../support/http.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -103,7 +104,10 @@ const nastyJson: fc.Arbitrary<unknown> = fc.oneof(
   fc.record({ code: nastyText, expiry_min: fc.oneof(fc.integer({ min: -10, max: 100 }), nastyText) }),
 );
 
-/** Other spellings of a path: each must answer 404 or exactly what the canonical path answers. */
+/**
+ * Other spellings of a path: each must answer 404, or (a percent-encoded letter, which is the
+ * canonical path itself) exactly what the canonical path answers.
+ */
 const PATH_VARIANTS = ['upper-base', 'upper-path', 'trailing-slash', 'double-slash', 'encoded-letter', 'dot-segment', 'encoded-slash'] as const;
 function pathVariant(path: string, variant: (typeof PATH_VARIANTS)[number]): string {
   switch (variant) {
@@ -178,6 +182,13 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   },
 );
 
+/** A request whose path goes on the wire exactly as given; answers like fetch's Response (status, text). */
+async function onTheWire(path: string, query: string[], method: string, headers: Record<string, string>, body: string | undefined) {
+  const res = await rawCall(s.origin, `${path}${query.length ? '?' + query.join('&') : ''}`, { method, headers, body });
+  const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body);
+  return { status: res.status, text: async () => text };
+}
+
 async function counts(): Promise<string> {
   const { rows } = await s.pool.query(
     `select (select count(*) from reports) as r, (select coalesce(sum(used), 0) from usage_counters) as u,
@@ -189,6 +200,7 @@ async function counts(): Promise<string> {
 describe('contract fuzzing', () => {
   it(`answers ${RUNS} generated requests within the contract (seed ${SEED})`, async () => {
     let cases = 0;
+    const pathChecks = { notFound: 0, sameAsCanonical: 0 };
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(fc.nat(operations.length - 1), fc.nat(ROLES.length + 1), mutation, async (opIndex, keyIndex, m) => {
@@ -232,9 +244,10 @@ describe('contract fuzzing', () => {
         const fullPath = m.kind === 'path' ? pathVariant(path, m.variant) : '/api/v2' + path;
         const url = `${s.origin}${fullPath}${query.length ? '?' + query.join('&') : ''}`;
         const before = await counts();
-        let res: Response;
+        let res: Pick<Response, 'status' | 'text'>;
         try {
-          res = await fetch(url, { method: op.method, headers, body: op.method === 'POST' ? body : undefined });
+          // A path variant goes on the wire as written (fetch would resolve a dot segment first).
+          res = m.kind === 'path' ? await onTheWire(fullPath, query, op.method, headers, op.method === 'POST' ? body : undefined) : await fetch(url, { method: op.method, headers, body: op.method === 'POST' ? body : undefined });
         } catch (err) {
           // The client refused to send it (an invalid URL or header); nothing reached the server.
           // A "fetch failed" is the server going away: that is a failure, never a pass.
@@ -243,9 +256,15 @@ describe('contract fuzzing', () => {
         }
         const text = await res.text();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        const where = `${op.method} ${url.slice(0, 200)} (${m.kind}) -> ${res.status} ${text.slice(0, 200)}`;
+        const where = `${op.method} ${url.slice(0, 200)} (${m.kind}${m.kind === 'path' ? ` ${m.variant}` : ''}) -> ${res.status} ${text.slice(0, 200)}`;
         expect(res.status, where).toBeLessThan(500);
         if (res.status !== 404 && res.status !== 405) expect(op.statuses.has(res.status), where).toBe(true);
+        // Another spelling of the path has no canonical form (404), but a percent-encoded letter
+        // is the canonical path itself.
+        if (m.kind === 'path' && m.variant !== 'encoded-letter') {
+          expect(res.status, where).toBe(404);
+          pathChecks.notFound++;
+        }
         if (res.status >= 400) {
           const json = JSON.parse(text);
           if (op.relay && res.status !== 404 && res.status !== 405) {
@@ -256,9 +275,26 @@ describe('contract fuzzing', () => {
           expect(text, where).not.toMatch(/\n\s+at |node_modules|syntax error at/);
           expect(await counts(), `${where}: a refused request changed stored data`).toBe(before);
         }
+        if (m.kind === 'path' && m.variant === 'encoded-letter') {
+          // The same request on the canonical path, right after: the same answer. A refusal
+          // changed nothing (asserted above) and a read changes nothing it shows, so those must
+          // match exactly. An accepted write is a second write: the same status, unless the
+          // first used up a limit (a relay recipient's free messages), which is then a 429.
+          const again = await onTheWire(`/api/v2${path}`, query, op.method, headers, op.method === 'POST' ? body : undefined);
+          const againText = await again.text();
+          const canonicalWhere = `${where}; canonical /api/v2${path} -> ${again.status} ${againText.slice(0, 200)}`;
+          if (res.status >= 400 || op.method === 'GET') {
+            expect(again.status, canonicalWhere).toBe(res.status);
+            expect(againText, canonicalWhere).toBe(text);
+          } else {
+            expect([res.status, 429], canonicalWhere).toContain(again.status);
+          }
+          pathChecks.sameAsCanonical++;
+        }
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
-    console.log(`fuzz: ${cases} cases, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+    console.log(`fuzz: ${cases} cases, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}, path variants ${JSON.stringify(pathChecks)}`);
+    expect(pathChecks.notFound + pathChecks.sameAsCanonical).toBeGreaterThan(0);
   }, 600_000);
 });

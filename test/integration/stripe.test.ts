@@ -61,11 +61,13 @@ function deliver(event: object, options: { secret?: string; timestamp?: number }
   return call(s.origin, '/webhooks/stripe', { body: payload, headers: { 'content-type': 'application/json', 'stripe-signature': signature } });
 }
 
-const completed = (id: string, bundleId: string, paymentStatus = 'paid', type = 'checkout.session.completed') => ({
+const completed = (id: string, bundleId: string, paymentStatus = 'paid', type = 'checkout.session.completed', session = `cs_${id}`) => ({
   id,
   object: 'event',
   type,
-  data: { object: { id: `cs_${id}`, object: 'checkout.session', payment_status: paymentStatus, metadata: { account_id: String(accountId), bundle_id: bundleId } } },
+  data: {
+    object: { id: session, object: 'checkout.session', payment_status: paymentStatus, payment_intent: `pi_${session}`, metadata: { account_id: String(accountId), bundle_id: bundleId } },
+  },
 });
 
 const refunded = (id: string, charge: Record<string, unknown>) => ({ id, object: 'event', type: 'charge.refunded', data: { object: { id: `ch_${id}`, object: 'charge', ...charge } } });
@@ -172,6 +174,71 @@ describe('POST /webhooks/stripe', () => {
     const res = await deliver(completed('evt_free', 'svc_mail_bundle_1000'));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: false, code: 'not_bundle_eligible' });
+    await s.pool.query("update accounts set role = 'professional' where id = $1", [accountId]);
+  });
+
+  it('credits a Checkout Session once, even when two different events say it was paid', async () => {
+    const start = await balance('sms');
+    const first = await deliver(completed('evt_twice_a', 'svc_sms_bundle_50', 'paid', 'checkout.session.completed', 'cs_twice'));
+    expect(first.body).toMatchObject({ ok: true, duplicate: false, balance: start + 50 });
+    const second = await deliver(completed('evt_twice_b', 'svc_sms_bundle_50', 'paid', 'checkout.session.async_payment_succeeded', 'cs_twice'));
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ ok: true, duplicate: true, balance: start + 50 });
+    expect(await balance('sms')).toBe(start + 50);
+    // Its refund takes the bundle back once, whatever number of refund events come.
+    const meta = { metadata: { account_id: String(accountId), bundle_id: 'svc_sms_bundle_50' }, payment_intent: 'pi_cs_twice' };
+    expect((await deliver(refunded('evt_twice_r1', { refunded: true, ...meta }))).body).toMatchObject({ ok: true, duplicate: false, balance: start });
+    expect((await deliver(refunded('evt_twice_r2', { refunded: true, ...meta }))).body).toMatchObject({ ok: true, duplicate: true, balance: start });
+    expect(await balance('sms')).toBe(start);
+  });
+
+  it('keeps a paid purchase the account can no longer hold on record, and its refund takes nothing', async () => {
+    await s.pool.query("update accounts set role = 'free' where id = $1", [accountId]);
+    const start = await balance('mail');
+    const logsBefore = s.logs.length;
+    const res = await deliver(completed('evt_lost', 'svc_mail_bundle_5000', 'paid', 'checkout.session.completed', 'cs_lost'));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: false, code: 'not_bundle_eligible' });
+    expect(await balance('mail')).toBe(start);
+    // On record for the operator: the account's audit trail, the purchases table and a warning.
+    const audit = await s.pool.query("select actor, detail from audit_events where account_id = $1 and kind = 'bundle_purchase_unapplied' and detail->>'purchase' = 'stripe:cs_lost'", [accountId]);
+    expect(audit.rows).toEqual([
+      { actor: 'stripe', detail: { bundle_id: 'svc_mail_bundle_5000', credits: 0, event_id: 'evt_lost', purchase: 'stripe:cs_lost', reason: 'not_bundle_eligible' } },
+    ]);
+    const purchase = await s.pool.query("select account_id, bundle_id, credited, reason, payment_ref from bundle_purchases where purchase_ref = 'stripe:cs_lost'");
+    expect(purchase.rows).toEqual([{ account_id: accountId, bundle_id: 'svc_mail_bundle_5000', credited: false, reason: 'not_bundle_eligible', payment_ref: 'stripe:pi_cs_lost' }]);
+    const warning = s.logs.slice(logsBefore).map((l) => JSON.parse(l)).find((l) => l.eventId === 'evt_lost');
+    expect(warning).toMatchObject({ level: 40, code: 'not_bundle_eligible', purchase: 'stripe:cs_lost' });
+    // The account can hold bundles again: the lost purchase is not credited by the way, and the
+    // operator, who refunds it, takes nothing back that was never given.
+    await s.pool.query("update accounts set role = 'professional' where id = $1", [accountId]);
+    expect((await deliver(completed('evt_lost_again', 'svc_mail_bundle_5000', 'paid', 'checkout.session.async_payment_succeeded', 'cs_lost'))).body).toMatchObject({
+      duplicate: true,
+    });
+    const refund = await deliver(
+      refunded('evt_lost_refund', { refunded: true, payment_intent: 'pi_cs_lost', metadata: { account_id: String(accountId), bundle_id: 'svc_mail_bundle_5000' } }),
+    );
+    expect(refund.status).toBe(200);
+    expect(refund.body).toMatchObject({ ok: true, ignored: 'purchase never credited', balance: start });
+    expect(await balance('mail')).toBe(start);
+    const refundAudit = await s.pool.query("select detail from audit_events where account_id = $1 and kind = 'bundle_refund_unapplied'", [accountId]);
+    expect(refundAudit.rows).toEqual([{ detail: { bundle_id: 'svc_mail_bundle_5000', credits: 0, event_id: 'evt_lost_refund', purchase: 'stripe:cs_lost' } }]);
+    // The audit page shows it to a Business account like any other event.
+    await s.pool.query("update accounts set role = 'business', licences = 2 where id = $1", [accountId]);
+    const page = await web.get('/account/audit?kind=bundle_purchase_unapplied');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('bundle purchase unapplied');
+    expect(page.text).toContain('stripe:cs_lost');
+    await s.pool.query("update accounts set role = 'professional', licences = 1 where id = $1", [accountId]);
+  });
+
+  it('takes back the credits of a refund whatever the role is now', async () => {
+    const start = await balance('sms');
+    await deliver(completed('evt_then_free', 'svc_sms_bundle_200', 'paid', 'checkout.session.completed', 'cs_then_free'));
+    expect(await balance('sms')).toBe(start + 200);
+    await s.pool.query("update accounts set role = 'free' where id = $1", [accountId]);
+    const refund = await deliver(refunded('evt_then_free_r', { refunded: true, payment_intent: 'pi_cs_then_free', metadata: { account_id: String(accountId), bundle_id: 'svc_sms_bundle_200' } }));
+    expect(refund.body).toMatchObject({ ok: true, duplicate: false, balance: start });
     await s.pool.query("update accounts set role = 'professional' where id = $1", [accountId]);
   });
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawCall } from '../support/http.js';
 import { startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { heading, linkFromMail, signedUp as signUp, WebClient } from '../support/web.js';
+import { generateKey, heading, linkFromMail, signedUp as signUp, WebClient } from '../support/web.js';
 
 /**
  * The account pages through HTTP, as an attacker would use them: CSRF, cookie flags, throttles,
@@ -48,7 +48,7 @@ describe('CSRF', () => {
     }
     expect((await s.pool.query('select count(*)::int as n from api_keys')).rows[0].n).toBe(keysBefore);
     // The right token works.
-    expect((await victim.post('/account/keys', { name: 'mine' })).status).toBe(201);
+    expect((await victim.post('/account/keys', { name: 'mine' })).status).toBe(303);
   });
 
   it('refuses a form the browser says came from another site or origin, whatever the token', async () => {
@@ -157,21 +157,76 @@ describe('sessions', () => {
 });
 
 describe('throttles', () => {
-  it('refuse sign-in past 10 attempts per address in 15 minutes, the right password too, then let it through', async () => {
+  it('refuse sign-in past 10 failures for an address from one source in 15 minutes, the right password too, then let it through', async () => {
     await signedUp(s, smtp, 'guessed@example.org', PASSWORD);
     s.clock.advance(15 * 60_000); // a window of its own, without the sign-in above
+    const guesser = client();
+    await guesser.get('/account/sign-in');
     for (let i = 0; i < 10; i++) {
-      const web = client(); // a new address each time: the per-address limit holds across them
-      await web.get('/account/sign-in');
-      expect((await web.post('/account/sign-in', { email: 'guessed@example.org', password: `wrong-${i}-password` })).status).toBe(401);
+      expect((await guesser.post('/account/sign-in', { email: 'guessed@example.org', password: `wrong-${i}-password` })).status).toBe(401);
     }
-    const web = client();
-    await web.get('/account/sign-in');
-    const refused = await web.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD });
+    const refused = await guesser.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     s.clock.advance(15 * 60_000);
-    expect((await web.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD })).status).toBe(303);
+    expect((await guesser.post('/account/sign-in', { email: 'guessed@example.org', password: PASSWORD })).status).toBe(303);
+  });
+
+  it('let a stranger who fails from its own source lock nobody else out: the owner signs in from another', async () => {
+    await signedUp(s, smtp, 'target@example.org', PASSWORD);
+    s.clock.advance(15 * 60_000);
+    const stranger = client();
+    await stranger.get('/account/sign-in');
+    const statuses: number[] = [];
+    // It keeps trying (refused attempts included) up to its source's limit of 30.
+    for (let i = 0; i < 30; i++) statuses.push((await stranger.post('/account/sign-in', { email: 'target@example.org', password: `lockout-${i}-attempt` })).status);
+    expect(statuses.filter((st) => st === 401)).toHaveLength(10);
+    expect(statuses.slice(10).every((st) => st === 429)).toBe(true);
+    const owner = client();
+    await owner.get('/account/sign-in');
+    // The owner mistypes once and then signs in, from its own address.
+    expect((await owner.post('/account/sign-in', { email: 'target@example.org', password: 'a typo in it' })).status).toBe(401);
+    expect((await owner.post('/account/sign-in', { email: 'target@example.org', password: PASSWORD })).status).toBe(303);
+  });
+
+  it('refuse sign-in for an address past 50 failures from all sources together (guessing from many sources)', async () => {
+    await signedUp(s, smtp, 'spread@example.org', PASSWORD);
+    s.clock.advance(15 * 60_000);
+    // A guesser with five sources, ten failures each: all 401, none locked per source yet.
+    for (let source = 0; source < 5; source++) {
+      const guesser = client();
+      await guesser.get('/account/sign-in');
+      for (let i = 0; i < 10; i++) {
+        expect((await guesser.post('/account/sign-in', { email: 'spread@example.org', password: `spread-${source}-${i}-guess` })).status).toBe(401);
+      }
+    }
+    // The ceiling holds for every source now, a fresh one (and the right password) included.
+    const fresh = client();
+    await fresh.get('/account/sign-in');
+    expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: 'one more guess here' })).status).toBe(429);
+    expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(429);
+    s.clock.advance(15 * 60_000);
+    expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(303);
+  });
+
+  it('count failures only: signing in successfully gives its attempt back', async () => {
+    await signedUp(s, smtp, 'often@example.org', PASSWORD);
+    s.clock.advance(15 * 60_000);
+    const web = client();
+    await web.get('/account/sign-in');
+    // Nine failures and then many good sign-ins from one source: never locked (30 per source is the bound).
+    for (let i = 0; i < 9; i++) expect((await web.post('/account/sign-in', { email: 'often@example.org', password: `typo-${i}-password` })).status).toBe(401);
+    const fresh = async () => {
+      web.cookies.delete('trs_session'); // signed out in this browser, so the form is the anonymous one
+      await web.get('/account/sign-in');
+    };
+    for (let i = 0; i < 15; i++) {
+      await fresh();
+      expect((await web.post('/account/sign-in', { email: 'often@example.org', password: PASSWORD })).status).toBe(303);
+    }
+    await fresh();
+    expect((await web.post('/account/sign-in', { email: 'often@example.org', password: 'the tenth typo' })).status).toBe(401);
+    expect((await web.post('/account/sign-in', { email: 'often@example.org', password: PASSWORD })).status).toBe(429);
   });
 
   it('refuse sign-in past 30 attempts per source address, whatever the addresses tried', async () => {
@@ -245,6 +300,57 @@ describe('no account enumeration', () => {
     expect(ratio).toBeLessThan(2);
   });
 
+  it('sign-in makes an old, cheaper hash anew at the right password, so no known address checks quicker than the dummy', async () => {
+    const { hashPassword } = await import('../../src/account/passwords.js');
+    const old = await hashPassword(PASSWORD, 12); // before PASSWORD_SCRYPT_COST was raised to the server's 14
+    await s.pool.query(
+      "insert into accounts (email, role, licences, created_at, password_hash, email_verified_at) values ('old-cost@example.org', 'free', 1, now(), $1, now())",
+      [old],
+    );
+    const stored = async () => (await s.pool.query("select password_hash from accounts where email = 'old-cost@example.org'")).rows[0].password_hash as string;
+    const web = client();
+    await web.get('/account/sign-in');
+    // A wrong password changes nothing.
+    expect((await web.post('/account/sign-in', { email: 'old-cost@example.org', password: 'not the password' })).status).toBe(401);
+    expect(await stored()).toBe(old);
+    expect((await web.post('/account/sign-in', { email: 'old-cost@example.org', password: PASSWORD })).status).toBe(303);
+    const fresh = await stored();
+    expect(fresh).toMatch(/^scrypt\$14\$8\$1\$/);
+    expect(fresh).not.toBe(old);
+    // The new hash holds the same password.
+    const again = client();
+    await again.get('/account/sign-in');
+    expect((await again.post('/account/sign-in', { email: 'old-cost@example.org', password: PASSWORD })).status).toBe(303);
+    expect(await stored()).toBe(fresh);
+  });
+
+  it('reset answers a registered address before writing its link (the link is written in the background with the mail)', async () => {
+    await signedUp(s, smtp, 'reset-timing@example.org', PASSWORD);
+    const web = client();
+    await web.get('/account/reset');
+    const before = smtp.received.length;
+    // While another transaction holds the links table, nothing can be written to it: the answer
+    // must still come, since a known address may not cost the answer more than an unknown one.
+    const blocker = await s.pool.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table account_tokens in exclusive mode');
+      const answer = await Promise.race([
+        web.post('/account/reset', { email: 'reset-timing@example.org' }),
+        new Promise<'blocked'>((resolve) => setTimeout(() => resolve('blocked'), 3_000)),
+      ]);
+      expect(answer).not.toBe('blocked');
+      expect((answer as { status: number }).status).toBe(200);
+      expect(smtp.received.length).toBe(before);
+    } finally {
+      await blocker.query('rollback');
+      blocker.release();
+    }
+    // Then the link is written and mailed, and it works.
+    const link = new URL(await linkFromMail(smtp, 'reset-timing@example.org', '/account/reset/confirm', before));
+    expect((await web.get(link.pathname + link.search)).status).toBe(200);
+  });
+
   it('reset answers the same for a registered and an unknown address', async () => {
     const web = client();
     await web.get('/account/reset');
@@ -257,17 +363,49 @@ describe('no account enumeration', () => {
 describe('keys on the dashboard', () => {
   it('are shown once, stored as SHA-256 only, never logged', async () => {
     const web = await signedUp(s, smtp, 'keys@example.org', PASSWORD);
-    const created = await web.post('/account/keys', { name: 'ci' });
-    expect(created.status).toBe(201);
-    expect(created.headers.get('cache-control')).toBe('no-store');
-    const key = /value="(trs_[A-Za-z0-9_-]{43})"/.exec(created.text)![1]!;
+    const { posted, page, key } = await generateKey(web, 'ci');
+    expect(posted.status).toBe(303);
+    expect(posted.text).not.toContain('trs_');
+    expect(page!.status).toBe(200);
+    expect(page!.headers.get('cache-control')).toBe('no-store');
+    expect(key).toMatch(/^trs_[A-Za-z0-9_-]{43}$/);
     const dashboard = await web.get('/account');
-    expect(dashboard.text).not.toContain(key);
-    expect(dashboard.text).toContain(key.slice(0, 12));
+    expect(dashboard.text).not.toContain(key!);
+    expect(dashboard.text).toContain(key!.slice(0, 12));
     const { rows } = await s.pool.query("select row_to_json(k)::text as row, hash from api_keys k where name = 'ci'");
-    expect(rows[0].row).not.toContain(key.slice(4));
-    expect(rows[0].hash.equals(createHash('sha256').update(key).digest())).toBe(true);
-    expect(s.logs.join('')).not.toContain(key.slice(4));
+    expect(rows[0].row).not.toContain(key!.slice(4));
+    expect(rows[0].hash.equals(createHash('sha256').update(key!).digest())).toBe(true);
+    expect(s.logs.join('')).not.toContain(key!.slice(4));
+    // The sessions table held it only sealed, and holds nothing of it once shown.
+    const sessionsRows = await s.pool.query("select row_to_json(w)::text as row, flash from web_sessions w join accounts a on a.id = w.account_id where a.email = 'keys@example.org'");
+    expect(sessionsRows.rows.every((r) => r.flash === null && !r.row.includes(key!.slice(4)))).toBe(true);
+  });
+
+  it('are made once per form: reloading the page that shows the key makes no second key and shows it no more', async () => {
+    const web = await signedUp(s, smtp, 'reload@example.org', PASSWORD);
+    const count = async () => (await s.pool.query("select count(*)::int as n from api_keys k join accounts a on a.id = k.account_id where a.email = 'reload@example.org'")).rows[0].n;
+    const { page, key } = await generateKey(web, 'reloaded');
+    expect(page!.status).toBe(200);
+    expect(await count()).toBe(1);
+    // What a browser does on reload after POST-redirect-GET: it fetches the page again, not the form.
+    for (let i = 0; i < 3; i++) {
+      const again = await web.get('/account/keys/new');
+      expect(again.status).toBe(303);
+      expect(again.headers.get('location')).toBe('/account#keys');
+      expect(again.text).not.toContain(key!);
+    }
+    expect(await count()).toBe(1);
+    // Another browser of the same account (its own session) never sees this session's key.
+    const other = new WebClient(s.origin, address());
+    await other.get('/account/sign-in');
+    await other.post('/account/sign-in', { email: 'reload@example.org', password: PASSWORD });
+    await other.get('/account');
+    const second = await generateKey(other, 'second');
+    expect(second.key).toBeTruthy();
+    expect(second.key).not.toBe(key);
+    expect((await web.get('/account/keys/new')).status).toBe(303);
+    // Signed out, the page sends to sign-in.
+    expect((await new WebClient(s.origin).get('/account/keys/new')).status).toBe(303);
   });
 
   it('of another account cannot be revoked', async () => {
@@ -395,6 +533,7 @@ describe('every page route under other spellings of its path', () => {
     ['GET', '/account/reset/confirm?token=x'],
     ['POST', '/account/reset/confirm'],
     ['POST', '/account/keys'],
+    ['GET', '/account/keys/new'],
     ['POST', '/account/keys/00000000-0000-0000-0000-000000000000/revoke'],
     ['POST', '/account/sender-name'],
     ['POST', '/account/bundles/svc_mail_bundle_1000/buy'],

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -37,6 +38,25 @@ describe('the embedded database', () => {
     expect(await mode(marker)).toBe(0o600);
     expect(JSON.parse(await readFile(marker, 'utf8')).url).toBe(db.url);
     expect(db.url).not.toMatch(/127\.0\.0\.1|localhost/);
+  });
+
+  it('opens no TCP listener: its only server in this process is the Unix socket (on any platform, as any user)', () => {
+    // Every listening server of this process, as Node holds it: a TCP one has an address
+    // object with a port, a Unix socket's address is its path. This test file starts nothing else.
+    const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+    const listening = handles.filter((h): h is net.Server => h instanceof net.Server && h.listening).map((h) => h.address());
+    const socketPath = path.join(decodeURIComponent(new URL(db.url).hostname), '.s.PGSQL.5432');
+    expect(listening).toContain(socketPath);
+    expect(listening.filter((a) => typeof a !== 'string')).toEqual([]);
+  });
+
+  it('keeps its folders closed to group and others, and owned by its user', async () => {
+    const host = decodeURIComponent(new URL(db.url).hostname);
+    for (const dir of [host, path.join(dataDir, 'data')]) {
+      const info = await stat(dir);
+      expect(info.mode & 0o077, dir).toBe(0);
+      if (process.getuid) expect(info.uid, dir).toBe(process.getuid());
+    }
   });
 
   it('serves its own user', async () => {

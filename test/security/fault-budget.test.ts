@@ -4,14 +4,15 @@ import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
  * Finding 7: a 500 gave its charge back, so a request that made the server fail was a free
- * probe. Server errors now count against a daily budget per key and per source address: within
- * it the charge is given back, past it the charge stands and the caller is refused until the
- * next UTC day. A real 500 is made here by taking a table away under the running server.
+ * probe. Server errors now count against a daily budget per account (all its keys together, so
+ * a new key is no way out) and per source address: within it the charge is given back, past it
+ * the charge stands and the caller is refused until the next UTC day. A real 500 is made here
+ * by taking a table away under the running server.
  */
 let s: TestServer;
 
 beforeAll(async () => {
-  s = await startTestServer({ config: { faultBudget: 3 } });
+  s = await startTestServer({ config: { faultBudget: 3, trustProxy: ['loopback'] } });
 });
 afterAll(async () => {
   await s?.close();
@@ -51,5 +52,25 @@ describe('the server-error budget', () => {
     // The next UTC day the caller is served again.
     s.clock.advance(86_400_000);
     expect((await call(s.base, '/check?ip=8.8.8.8', { key })).status).toBe(200);
+  });
+
+  it('counts per account: a new key of the account, from another source, is refused too', async () => {
+    const { key, accountId } = await s.createKey('professional');
+    const from = (ip: string) => ({ 'X-Forwarded-For': ip });
+    await s.pool.query('alter table ip_stats rename to ip_stats_away');
+    try {
+      // Four server errors, each from a source of its own: no source reaches the budget.
+      for (let i = 1; i <= 4; i++) expect((await call(s.base, '/check?ip=8.8.8.8', { key, headers: from(`198.51.100.${i}`) })).status).toBe(500);
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      await s.pool.query('alter table ip_stats_away rename to ip_stats');
+    }
+    const fresh = await s.createKey('professional', { accountId });
+    const refused = await call(s.base, '/check?ip=8.8.8.8', { key: fresh.key, headers: from('198.51.100.50') });
+    expect(refused.status).toBe(429);
+    expect(refused.body.meta.code).toBe(429);
+    // Another account from that same fresh source is served.
+    const stranger = await s.createKey('professional');
+    expect((await call(s.base, '/check?ip=8.8.8.8', { key: stranger.key, headers: from('198.51.100.50') })).status).toBe(200);
   });
 });

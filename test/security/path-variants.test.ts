@@ -1,14 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadApiArtifacts } from '../../src/openapi.js';
 import { call, rawCall, type CallResult } from '../support/http.js';
-import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
+import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
  * Finding 1 (HIGH): paths that Express routed but the validator skipped. Every operation of the
  * document is tried under other spellings of its path; each answers 404, or exactly what the
- * canonical path answers (a percent-encoded letter is the same path). Then the attacks of the
- * review are replayed through `/API/V2/...`: none is queued, delivered, charged or stored.
+ * canonical path answers (a percent-encoded letter is the same path); the same under the alias
+ * base of the ReportedIP clients (`/wp-json/reportedip/v2`), whose canonical spelling is exactly
+ * the canonical `/api/v2` answer. Then the attacks of the review are replayed through
+ * `/API/V2/...` and the alias's other spellings, and the recipient attacks (a Bcc header
+ * injection, display names and comments) on the canonical path: none is queued, delivered,
+ * charged (relay quota, bundle ledger) or stored, or it goes to the one normalised mailbox.
  */
 const doc = loadApiArtifacts().document as any;
 const deref = (node: any): any =>
@@ -43,6 +47,23 @@ const operations: Operation[] = Object.entries(doc.paths as Record<string, Recor
     };
   }),
 );
+
+const ALIAS = '/wp-json/reportedip/v2';
+
+/** The same spellings under the alias base of the ReportedIP clients: each must be 404 too. */
+const ALIAS_VARIANTS: Record<string, (path: string) => string> = {
+  'upper-case alias base': (p) => `/WP-JSON/reportedip/v2${p}`,
+  'upper-case alias segment': (p) => `/wp-json/REPORTEDIP/v2${p}`,
+  'upper-case alias version': (p) => `/wp-json/reportedip/V2${p}`,
+  'upper-case path under the alias': (p) => `${ALIAS}${p.replace(/^\/[a-z-]+/, (seg) => seg.toUpperCase())}`,
+  'trailing slash under the alias': (p) => `${ALIAS}${p}/`,
+  'double slash under the alias': (p) => `${ALIAS}/${p}`,
+  'double slash inside the alias': (p) => `/wp-json//reportedip/v2${p}`,
+  'dot segment under the alias': (p) => `${ALIAS}/x/..${p}`,
+  'encoded slash under the alias': (p) => `${ALIAS}${p.replace(/^\//, '%2F')}`,
+  'encoded slash inside the alias': (p) => `/wp-json%2Freportedip/v2${p}`,
+  'NUL byte under the alias': (p) => `${ALIAS}${p}%00`,
+};
 
 const VARIANTS: Record<string, (path: string) => string> = {
   'upper-case base': (p) => `/API/V2${p}`,
@@ -88,10 +109,14 @@ async function send(op: Operation, path: string, query: string): Promise<CallRes
 /** What a test compares: the status and the body, without what differs per request. */
 const answer = (res: CallResult) => ({ status: res.status, body: res.body });
 
+/** Everything a request could change: reports, relay messages and their charges, bundles, counters. */
 async function stored() {
   const { rows } = await s.pool.query(
     `select (select count(*) from reports)::int as reports, (select count(*) from relay_messages)::int as relay,
-            (select coalesce(sum(used), 0) from usage_counters where counter <> 'faults')::int as used`,
+            (select coalesce(sum(used), 0) from usage_counters where counter <> 'faults')::int as used,
+            (select coalesce(sum(inclusive_used), 0) from relay_usage)::int as relay_inclusive_used,
+            (select count(*) from bundle_ledger)::int as ledger_rows,
+            (select coalesce(sum(amount), 0) from bundle_ledger)::int as ledger_balance`,
   );
   return rows[0];
 }
@@ -116,6 +141,21 @@ describe('every operation under every other spelling of its path', () => {
       expect(answer(await send(op, encoded, op.badQuery)), encoded).toEqual(canonical);
       expect(await stored()).toEqual(before);
     });
+
+    it(`${op.method} ${ALIAS}${op.path} (${op.id}) and its other spellings`, async () => {
+      const before = await stored();
+      const canonical = answer(await send(op, `/api/v2${op.path}`, op.badQuery));
+      // The alias is the same operation behind the same validator: an unknown query parameter
+      // is exactly the canonical 400.
+      expect(answer(await send(op, `${ALIAS}${op.path}`, op.badQuery)), 'the alias validates the query').toEqual(canonical);
+      const encoded = `${ALIAS}${op.path.replace(/[a-z]/, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+      expect(answer(await send(op, encoded, op.badQuery)), encoded).toEqual(canonical);
+      for (const [name, variant] of Object.entries(ALIAS_VARIANTS)) {
+        const res = await send(op, variant(op.path), op.badQuery);
+        expect(res.status, `${name}: ${variant(op.path)}`).toBe(404);
+      }
+      expect(await stored()).toEqual(before);
+    });
   }
 
   it('decodes an IPv6 address sent percent-encoded in the path, as the canonical path', async () => {
@@ -138,11 +178,15 @@ describe('the attacks of the review, through /API/V2', () => {
   ];
 
   for (const [path, body] of attacks) {
-    it(`refuses POST /API/V2${path} with ${JSON.stringify(body).slice(0, 80)}`, async () => {
+    it(`refuses POST /API/V2${path} and its alias spellings with ${JSON.stringify(body).slice(0, 80)}`, async () => {
       const before = await stored();
-      for (const base of ['/API/V2', '/Api/V2', '/api/V2']) {
+      for (const base of ['/API/V2', '/Api/V2', '/api/V2', '/WP-JSON/reportedip/v2', '/wp-json/REPORTEDIP/V2']) {
         const res = await rawCall(s.origin, base + path, { key, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
         expect(res.status).toBe(404);
+      }
+      for (const trailing of [`/api/v2${path}/`, `${ALIAS}${path}/`]) {
+        const res = await rawCall(s.origin, trailing, { key, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+        expect(res.status, trailing).toBe(404);
       }
       await new Promise((r) => setTimeout(r, 700)); // a queued message would be delivered by now
       expect(await stored()).toEqual(before);
@@ -150,4 +194,59 @@ describe('the attacks of the review, through /API/V2', () => {
       expect(sms.requests).toHaveLength(0);
     });
   }
+});
+
+describe('the recipient attacks of the review, replayed on the canonical /api/v2', () => {
+  const mail = (recipient: string) => ({ recipient, subject: 'Your code', body_text: 'Code 123456' });
+  /** Bodies as the wire carries them: JSON with the escapes \r\n, JSON with raw CR LF, a form. */
+  const bcc = 'a4@example.com\r\nBcc: evil@attacker.test';
+  const injections: [string, string, string][] = [
+    ['JSON, escaped CR LF', 'application/json', JSON.stringify(mail(bcc))],
+    ['JSON, raw CR LF in the string', 'application/json', `{"recipient":"a4@example.com\r\nBcc: evil@attacker.test","subject":"Your code","body_text":"Code 123456"}`],
+    ['JSON, LF only', 'application/json', JSON.stringify(mail('a4@example.com\nBcc: evil@attacker.test'))],
+    ['JSON, CR only', 'application/json', JSON.stringify(mail('a4@example.com\rBcc: evil@attacker.test'))],
+    ['form', 'application/x-www-form-urlencoded', new URLSearchParams(mail(bcc)).toString()],
+  ];
+
+  for (const [name, contentType, body] of injections) {
+    it(`refuses a Bcc header injection in the recipient (${name}); nothing is queued, charged or delivered`, async () => {
+      const before = await stored();
+      const received = smtp.received.length;
+      const res = await rawCall(s.origin, '/api/v2/relay-mail', { key, body, headers: { 'content-type': contentType } });
+      expect(res.status, JSON.stringify(res.body)).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      await new Promise((r) => setTimeout(r, 700)); // a queued message would be delivered by now
+      expect(await stored()).toEqual(before);
+      expect(smtp.received.length).toBe(received);
+      expect(smtp.received.some((m) => m.envelopeTo.some((to) => to.includes('attacker.test')))).toBe(false);
+    });
+  }
+
+  it('takes a display name or a comment as one recipient: the same normalised mailbox and the same throttle key', async () => {
+    // Three messages to one recipient in 24 hours are free (RELAY_RECIPIENT_FREE); the fourth
+    // waits. Each spelling must count against the one mailbox, so the fourth is refused too.
+    for (const recipient of ['victim@example.com', 'victim@example.com (one)', 'Bob <victim@example.com>']) {
+      const received = smtp.received.length;
+      const res = await call(s.origin, '/api/v2/relay-mail', { key, json: mail(recipient) });
+      expect(res.status, recipient).toBe(200);
+      const { rows } = await s.pool.query('select recipient from relay_messages where id = $1', [res.body.queue_id]);
+      expect(rows[0].recipient, recipient).toBe('victim@example.com');
+      await eventually(() => smtp.received.length === received + 1);
+      expect(smtp.received.at(-1)!.envelopeTo, recipient).toEqual(['victim@example.com']);
+    }
+    const before = await stored();
+    const received = smtp.received.length;
+    const fourth = await call(s.origin, '/api/v2/relay-mail', { key, json: mail('"Bob, Alice" <VICTIM@example.com>') });
+    expect(fourth.status).toBe(429);
+    expect(fourth.body).toMatchObject({ ok: false, code: 'recipient_backoff' });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(await stored()).toEqual(before);
+    expect(smtp.received.length).toBe(received);
+    const { rows } = await s.pool.query("select count(distinct recipient)::int as keys, count(*)::int as n from relay_messages where recipient ilike '%victim%'");
+    expect(rows[0]).toEqual({ keys: 1, n: 3 });
+    // Two addresses are never one recipient.
+    const two = await call(s.origin, '/api/v2/relay-mail', { key, json: mail('victim@example.com, evil@attacker.test') });
+    expect(two.status).toBeGreaterThanOrEqual(400);
+    expect(two.status).toBeLessThan(500);
+  });
 });

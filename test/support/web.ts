@@ -103,3 +103,14 @@ export async function signedUp(
   await web.get('/account');
   return web;
 }
+
+/**
+ * Generates a key on the dashboard as a browser does: the form answers 303 to the page that
+ * shows the new key once, which is then fetched. Returns the form's answer, the page and the key.
+ */
+export async function generateKey(web: WebClient, name: string): Promise<{ posted: PageResult; page: PageResult | undefined; key: string | undefined }> {
+  const posted = await web.post('/account/keys', { name });
+  if (posted.status !== 303 || posted.headers.get('location') !== '/account/keys/new') return { posted, page: undefined, key: undefined };
+  const page = await web.get('/account/keys/new');
+  return { posted, page, key: /value="(trs_[A-Za-z0-9_-]{43})"/.exec(page.text)?.[1] };
+}
