@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import { before, DAY_MS, utcDay, type Clock } from '../clock.js';
 import type { Role } from '../db/entities.js';
 import type { Pool } from '../db/pool.js';
 import type { Caller } from '../keys/keys.js';
@@ -79,7 +79,7 @@ export class Dashboard {
 
   async overview(account: AccountRow) {
     const caller = callerOf(account);
-    const since = new Date(this.clock.now().getTime() - 30 * 86_400_000).toISOString().slice(0, 10);
+    const since = utcDay(before(this.clock.now(), 30 * DAY_MS));
     const relayEligible = RELAY_TIERS[account.role] !== undefined;
     const [today, keys, sites, reports, relay, audit] = await Promise.all([
       this.usage.today(caller),

@@ -105,7 +105,7 @@ keys
   .description('revoke a key; it stops working at once')
   .option('--json', 'print a JSON object')
   .action(async (keyId: string, opts: { json?: boolean }) => {
-    const revoked = await withDatabase((db) => new KeyService(db.orm.em).revoke(keyId, new Date()));
+    const revoked = await withDatabase((db) => new KeyService(db.orm.em).revoke(keyId, systemClock.now()));
     if (!revoked) {
       process.stderr.write(`no active key ${keyId}\n`);
       process.exitCode = 1;

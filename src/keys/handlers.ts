@@ -3,7 +3,8 @@ import type { DataOf, Handlers } from '../http/types.js';
 import type { Clock } from '../clock.js';
 import { dailyLimit, hasFeature, permissionsOf } from './roles.js';
 import type { KeySites } from './sites.js';
-import { nextUtcMidnight, type UsageReader } from './usage.js';
+import { nextUtcMidnight } from '../clock.js';
+import type { UsageReader } from './usage.js';
 
 /** What is left of a daily limit; -1 stays unlimited. */
 const remaining = (limit: number, used: number) => (limit < 0 ? -1 : Math.max(0, limit - used));

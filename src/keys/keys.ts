@@ -68,7 +68,10 @@ export function checkLicences(role: Role, licences: number | undefined): number 
 }
 
 export class KeyService {
-  constructor(private readonly em: EntityManager) {}
+  constructor(
+    private readonly em: EntityManager,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** Creates an account with one key, or a further key for an existing account. */
   /** `audit`: who made the key, for the account's audit trail (the CLI unless said otherwise). */
@@ -92,7 +95,7 @@ export class KeyService {
             role: input.role,
             licences: checkLicences(input.role, input.licences),
             email: input.email ?? null,
-            createdAt: new Date(),
+            createdAt: this.clock.now(),
           });
       const key = KEY_PREFIX + randomBytes(32).toString('base64url');
       const apiKey = tx.create(ApiKeyEntity, {
@@ -101,7 +104,7 @@ export class KeyService {
         prefix: key.slice(0, SHOWN_PREFIX_LENGTH),
         name,
         hash: hashKey(key),
-        createdAt: new Date(),
+        createdAt: this.clock.now(),
         revokedAt: null,
       });
       await tx.flush();
@@ -111,7 +114,7 @@ export class KeyService {
         actor: input.audit?.actor ?? 'cli',
         ip: input.audit?.ip,
         detail: { key_id: apiKey.id, prefix: apiKey.prefix, name: apiKey.name },
-      }, input.audit?.at ?? new Date()), 'run');
+      }, input.audit?.at ?? this.clock.now()), 'run');
       return {
         accountId: account.id,
         keyId: apiKey.id,

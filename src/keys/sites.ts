@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import { utcDay, type Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import type { Caller } from './keys.js';
 import { sitesPerDay } from './roles.js';
@@ -31,7 +31,6 @@ export interface SiteUse {
 /** Sites a process remembers as taken, per key and day, so that repeat requests cost no I/O. */
 const REMEMBERED_MAX = 50_000;
 
-const utcDay = (now: Date) => now.toISOString().slice(0, 10);
 
 /**
  * The sites each key is used from per UTC day (the `domains` of /verify-key): counted from

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import type { Clock } from '../clock.js';
+import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import type { Caller } from './keys.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
@@ -25,14 +25,6 @@ export interface ChargeResult extends CounterState {
 
 const UNLIMITED = 2_147_483_647;
 
-/** 00:00 UTC of the day after `now`. */
-export function nextUtcMidnight(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
-}
-
-function utcDay(now: Date): string {
-  return now.toISOString().slice(0, 10);
-}
 
 /** The parsed source address: IPv4-mapped IPv6 counts as its IPv4 address. */
 function sourceAddress(sourceIp: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {

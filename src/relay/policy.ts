@@ -36,11 +36,3 @@ export const BUNDLES: Readonly<Record<string, Bundle>> = {
 export function bundleOf(id: string): Bundle | undefined {
   return Object.hasOwn(BUNDLES, id) ? BUNDLES[id] : undefined;
 }
-
-/** The monthly period of a moment: calendar months in UTC, the end exclusive. */
-export function periodOf(now: Date): { start: Date; end: Date } {
-  return {
-    start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-    end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)),
-  };
-}

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { components } from '../../generated/api.js';
-import type { Clock } from '../clock.js';
+import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import type { Role } from '../db/entities.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
@@ -21,7 +21,7 @@ import {
   singleLine,
   siteOf,
 } from './message-rules.js';
-import { periodOf, RELAY_TIERS, type Channel, type RelayTier } from './policy.js';
+import { RELAY_TIERS, type Channel, type RelayTier } from './policy.js';
 import type { RelayQueue } from './queue.js';
 import type { MailPayload, SmsPayload } from './worker.js';
 import { brandMail, smsPrefix } from './white-label.js';
@@ -149,7 +149,7 @@ export class RelayService {
 
   async block(db: Queryable, caller: Caller, channel: Channel): Promise<QuotaBlock> {
     const tier = this.tier(caller);
-    const period = periodOf(this.clock.now());
+    const period = utcMonth(this.clock.now());
     const { rows } = await db.query<{ sent: number; queued: number; failed: number; used: number }>({
       name: 'relay-block',
       text: `select count(*) filter (where m.status in ('sent', 'delivered', 'undelivered'))::int as sent,
@@ -262,11 +262,10 @@ export class RelayService {
     const queue = this.queue;
     const tier = this.tier(caller);
     const now = this.clock.now();
-    const period = periodOf(now);
+    const period = utcMonth(now);
     // A refused send may try again when the next period restores the inclusive quota.
-    const untilNextPeriod = Math.ceil((period.end.getTime() - now.getTime()) / 1000);
-    const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    const untilTomorrow = Math.ceil((dayStart.getTime() + 86_400_000 - now.getTime()) / 1000);
+    const untilNextPeriod = secondsUntil(now, period.end);
+    const untilTomorrow = secondsUntil(now, nextUtcMidnight(now));
     // The key's distinct sites of the day (a site it has today costs no I/O).
     if (site.host !== '') {
       const use = await this.sites.use(caller, site.host);
@@ -323,7 +322,7 @@ export class RelayService {
           JSON.stringify(payload),
           now,
           `relay-site:${caller.accountId}:${site.host}`,
-          dayStart.toISOString().slice(0, 10),
+          utcDay(now),
           this.limits.siteDailyCap,
           this.inclusiveLimit(tier, channel),
         ],
@@ -374,7 +373,7 @@ export class RelayService {
    * site cap) are charged in {@link accept}.
    */
   private async throttle(db: Queryable, caller: Caller, recipient: string, now: Date): Promise<void> {
-    const dayAgo = new Date(now.getTime() - 86_400_000);
+    const dayAgo = before(now, DAY_MS);
     const { rows } = await db.query<{ mine: number; last: Date | null; all: number; oldest: Date | null }>(
       `select count(*) filter (where account_id = $2)::int as mine,
               max(created_at) filter (where account_id = $2) as last,
@@ -395,7 +394,7 @@ export class RelayService {
       }
     }
     if (all >= this.limits.recipientGlobalDaily && oldest) {
-      const retryAfter = Math.max(1, Math.ceil((oldest.getTime() + 86_400_000 - now.getTime()) / 1000));
+      const retryAfter = Math.max(1, secondsUntil(now, new Date(oldest.getTime() + DAY_MS)));
       throw relayError(429, 'recipient_backoff', `This recipient has had too many messages today; retry in ${retryAfter} seconds.`, retryAfter);
     }
   }

@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { AccountError } from '../account/accounts.js';
 import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../account/audit.js';
 import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
+import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
 import { KeyError } from '../keys/keys.js';
 import { BundleError } from '../relay/ledger.js';
@@ -155,7 +156,7 @@ export function dashboardPages(deps: WebDeps) {
       }
       const rows = await deps.audit.list(account.id, { ...auditFilter(req.query), limit: 10_000 });
       res.setHeader('Cache-Control', 'no-store');
-      res.setHeader('Content-Disposition', `attachment; filename="audit-${account.id}-${deps.clock.now().toISOString().slice(0, 10)}.csv"`);
+      res.setHeader('Content-Disposition', `attachment; filename="audit-${account.id}-${utcDay(deps.clock.now())}.csv"`);
       res.type('text/csv; charset=utf-8').send(auditCsv(rows));
     },
   };

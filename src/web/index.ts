@@ -73,7 +73,7 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
     throttle: new AuthThrottle(pool, clock),
     audit,
     dashboard: new Dashboard(pool, clock, parts.meter, parts.relay, audit),
-    keys: new KeyService(parts.orm.em),
+    keys: new KeyService(parts.orm.em, parts.clock),
     meter: parts.meter,
     stats: parts.stats,
     categories: parts.categories,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../../src/logging.js';
-import { nextUtcMidnight, publicSubjectOf } from '../../src/keys/usage.js';
+import { nextUtcMidnight } from '../../src/clock.js';
+import { publicSubjectOf } from '../../src/keys/usage.js';
 import { dailyLimit } from '../../src/keys/roles.js';
 
 describe('publicSubjectOf', () => {
