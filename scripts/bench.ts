@@ -23,7 +23,7 @@ import { connectDatabase } from '../src/db/connect.js';
 import { KeyService } from '../src/keys/keys.js';
 import { projectRoot } from '../src/openapi.js';
 import { serverAnswers } from './support/postgres.js';
-import { parseIp, unreportableReason } from '../src/reputation/ip.js';
+import { isPublic, parseAddress } from '../src/address.js';
 import { startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({
@@ -132,7 +132,7 @@ let knownIps: string[] = [];
 function randomPublicIp(): string {
   for (;;) {
     const ip = `${1 + Math.floor(Math.random() * 223)}.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
-    if (!unreportableReason(parseIp(ip)!)) return ip;
+    if (isPublic(parseAddress(ip)!)) return ip;
   }
 }
 /** A fresh address per request: half of them known to the data set, half random. */

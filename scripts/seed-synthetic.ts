@@ -24,7 +24,7 @@ import { connectDatabase } from '../src/db/connect.js';
 import { openGeoIp } from '../src/geo/geoip.js';
 import { consoleProgress } from '../src/progress.js';
 import { decayContribution } from '../src/reputation/score.js';
-import { unreportableReason, parseIp } from '../src/reputation/ip.js';
+import { isPublic, parseAddress } from '../src/address.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -208,11 +208,11 @@ async function main(): Promise<void> {
     do {
       if (random() < 0.15) {
         const words = Array.from({ length: 6 }, () => Math.floor(random() * 65536).toString(16));
-        ip = parseIp(`${pick(V6_PREFIXES)}:${words.join(':')}`)!.ip;
+        ip = parseAddress(`${pick(V6_PREFIXES)}:${words.join(':')}`)!.text;
       } else {
         ip = `${1 + Math.floor(random() * 223)}.${Math.floor(random() * 256)}.${Math.floor(random() * 256)}.${1 + Math.floor(random() * 254)}`;
       }
-    } while (seen.has(ip) || unreportableReason(parseIp(ip)!));
+    } while (seen.has(ip) || !isPublic(parseAddress(ip)!));
     seen.add(ip);
     const place = geo.lookup(ip);
     const profile = PROFILES[pick(PROFILE_TABLE)]!;

@@ -1,7 +1,7 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import * as OpenApiValidator from 'express-openapi-validator';
-import ipaddr from 'ipaddr.js';
+import { parseAddress } from './address.js';
 import { RequestContext } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
@@ -200,7 +200,7 @@ export function buildApp(deps: AppDeps): Express {
       validateResponses: config.validateResponses ? { allErrors: true } : false,
       validateSecurity: false,
       validateFormats: true,
-      formats: { ip: { type: 'string', validate: (value: string) => ipaddr.isValid(value) && isPlainIp(value) } },
+      formats: { ip: { type: 'string', validate: (value: string) => parseAddress(value) !== undefined } },
       ignoreUndocumented: false,
       // Match the path the canonical-path middleware left in req.url (aliases rewritten).
       useRequestUrl: true,
@@ -266,11 +266,6 @@ function rejectNonFiniteNumbers(req: Request, _res: Response, next: NextFunction
     }
   }
   next();
-}
-
-/** ipaddr.js also accepts shorthand like `10.1` or `0x7f.1`; the API takes dotted quads only. */
-function isPlainIp(value: string): boolean {
-  return value.includes(':') ? ipaddr.IPv6.isValid(value) : ipaddr.IPv4.isValidFourPartDecimal(value);
 }
 
 function notImplemented(operationId: OperationId): Handler<OperationId> {

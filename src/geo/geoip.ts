@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import maxmind, { type Reader, type Response } from 'maxmind';
-import { type PublicAddress, parsePublicAddress } from './address.js';
+import { type Address, isTunnel, parsePublicAddress } from '../address.js';
 import { type AsnRecord, type AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
 import { silentProgress, type Progress } from '../progress.js';
 
@@ -22,7 +22,8 @@ export interface GeoInfo {
 export interface GeoIp {
   /**
    * Synchronous and allocation-light. Never throws: invalid input, non-public addresses
-   * (private, loopback, documentation, ...) and addresses missing from the data give nulls.
+   * (private, loopback, documentation, ...), tunnels (Teredo, 6to4: the data describes their
+   * relays) and addresses missing from the data give nulls.
    * IPv4-mapped IPv6 (`::ffff:1.2.3.4`) is looked up as IPv4.
    */
   lookup(ip: string): GeoInfo;
@@ -63,7 +64,7 @@ interface MmdbRecord {
  * The record for an address, or null. An IPv4-only database cannot answer for IPv6: its tree
  * would match the address's first 32 bits as if they were an IPv4 address.
  */
-function mmdbRecord(reader: Reader<Response>, addr: PublicAddress): MmdbRecord | null {
+function mmdbRecord(reader: Reader<Response>, addr: Address): MmdbRecord | null {
   if (addr.version === 6 && reader.metadata.ipVersion === 4) return null;
   try {
     return reader.get(addr.text) as MmdbRecord | null;
@@ -137,14 +138,15 @@ export async function openGeoIp(options: GeoIpOptions = {}): Promise<GeoIp> {
     'country',
     progress,
   );
-  const asnOfAddress: (addr: PublicAddress) => AsnRecord | null = options.asnDb
+  const asnOfAddress: (addr: Address) => AsnRecord | null = options.asnDb
     ? await openMmdb(options.asnDb, 'ASN', progress).then((reader) => (addr) => asnOf(mmdbRecord(reader, addr)))
     : await bundledAsnTable(progress).then((table) => (addr) => table.lookup(addr.words));
 
   return {
     lookup(ip: string): GeoInfo {
       const addr = parsePublicAddress(ip);
-      if (!addr) return { countryCode: null, asn: null, isp: null };
+      // A tunnel's data names its relay, not the host behind it.
+      if (!addr || isTunnel(addr)) return { countryCode: null, asn: null, isp: null };
       const asn = asnOfAddress(addr);
       return { countryCode: countryOf(mmdbRecord(countryReader, addr)), asn: asn?.asn ?? null, isp: asn?.isp ?? null };
     },

@@ -1,4 +1,4 @@
-import ipaddr from 'ipaddr.js';
+import { networkOf, parseAddress } from '../address.js';
 import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import type { Caller } from './keys.js';
@@ -26,27 +26,15 @@ export interface ChargeResult extends CounterState {
 const UNLIMITED = 2_147_483_647;
 
 
-/** The parsed source address: IPv4-mapped IPv6 counts as its IPv4 address. */
-function sourceAddress(sourceIp: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  if (!ipaddr.isValid(sourceIp)) return undefined;
-  const addr = ipaddr.parse(sourceIp);
-  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr;
-}
-
-function v6Prefix(addr: ipaddr.IPv6, bits: number): string {
-  const bytes = addr.toByteArray().map((b, i) => (i * 8 >= bits ? 0 : i * 8 + 8 <= bits ? b : b & (0xff << (8 - (bits - i * 8)))));
-  return `${ipaddr.fromByteArray(bytes).toString()}/${bits}`;
-}
-
 /**
  * The public allowance belongs to a source address: IPv4-mapped IPv6 counts as its IPv4
  * address, and IPv6 counts per /64 (one customer allocation), so rotating addresses inside it
  * gains nothing.
  */
 export function publicSubjectOf(sourceIp: string): string {
-  const addr = sourceAddress(sourceIp);
+  const addr = parseAddress(sourceIp);
   if (!addr) return `ip:${sourceIp}`;
-  return addr.kind() === 'ipv4' ? `ip:${addr.toString()}` : `ip:${v6Prefix(addr as ipaddr.IPv6, 64)}`;
+  return addr.version === 4 ? `ip:${addr.text}` : `ip:${networkOf(addr, 64)}`;
 }
 
 /** The public limits: per source address (/64), and in aggregate per wider IPv6 prefix. */
@@ -88,9 +76,9 @@ export class Meter implements UsageReader {
       return [{ name: `a:${accountId}`, limit: dailyLimit(role, licences, counter) }];
     }
     const main = { name: publicSubjectOf(subject.sourceIp), limit: this.publicLimits.perAddress };
-    const addr = sourceAddress(subject.sourceIp);
-    if (addr?.kind() !== 'ipv6' || this.publicLimits.v6AggregatePrefix >= 64) return [main];
-    const net = `net:${v6Prefix(addr as ipaddr.IPv6, this.publicLimits.v6AggregatePrefix)}`;
+    const addr = parseAddress(subject.sourceIp);
+    if (addr?.version !== 6 || this.publicLimits.v6AggregatePrefix >= 64) return [main];
+    const net = `net:${networkOf(addr, this.publicLimits.v6AggregatePrefix)}`;
     return [main, { name: net, limit: this.publicLimits.v6AggregateLimit }];
   }
 

@@ -5,7 +5,7 @@ import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { ApiError, unprocessable, within } from '../http/errors.js';
 import type { Caller } from '../keys/keys.js';
-import { parseIp, unreportableReason, type ParsedIp } from './ip.js';
+import { nonPublicReason, parseAddress, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
 import { computeScore, decayContribution, type Score } from './score.js';
 
@@ -107,6 +107,12 @@ const toView = (r: ReportRecord): ReportView => ({
   aggregationCount: r.aggregationCount,
 });
 
+/** Why an address cannot be reported or given feedback (it is not public), as a sentence. */
+function unreportable(address: Address): string | undefined {
+  const reason = nonPublicReason(address);
+  return reason && `${address.text} is ${reason} and cannot be reported.`;
+}
+
 export class ReputationService {
   constructor(
     private readonly repository: ReputationRepository,
@@ -136,8 +142,8 @@ export class ReputationService {
     };
   }
 
-  private parse(ip: string, location: 'query' | 'path' | 'body', name = 'ip'): ParsedIp {
-    const parsed = parseIp(ip);
+  private parse(ip: string, location: 'query' | 'path' | 'body', name = 'ip'): Address {
+    const parsed = parseAddress(ip.trim());
     if (!parsed) throw new ApiError(400, `Invalid request: ${name} '${ip}' is not an IPv4 or IPv6 address.`, {
       errors: [{ location, name, message: 'must be an IPv4 or IPv6 address' }],
     });
@@ -146,7 +152,7 @@ export class ReputationService {
 
   /** GET /check-public. */
   async checkPublic(ip: string, verbose: boolean) {
-    const aggregate = await this.repository.findOne(this.parse(ip, 'query').ip);
+    const aggregate = await this.repository.findOne(this.parse(ip, 'query').text);
     const score = this.score(aggregate);
     return { ...this.record(aggregate, score), ...(verbose ? { confidenceBreakdown: score.confidenceBreakdown } : {}) };
   }
@@ -155,8 +161,8 @@ export class ReputationService {
   async check(ip: string, options: { verbose: boolean; includeReports: boolean }): Promise<FullRecord> {
     const parsed = this.parse(ip, 'query');
     const [aggregate, reports] = await Promise.all([
-      this.repository.findOne(parsed.ip),
-      options.includeReports ? this.repository.history(parsed.ip, CHECK_REPORTS_SHOWN, 0) : undefined,
+      this.repository.findOne(parsed.text),
+      options.includeReports ? this.repository.history(parsed.text, CHECK_REPORTS_SHOWN, 0) : undefined,
     ]);
     const score = this.score(aggregate);
     return {
@@ -174,11 +180,11 @@ export class ReputationService {
     const ips: string[] = [];
     const seen = new Set<string>();
     for (const entry of entries) {
-      const parsed = parseIp(entry);
+      const parsed = parseAddress(entry.trim());
       if (!parsed) invalid.push({ ip: entry, error: 'not an IPv4 or IPv6 address' });
-      else if (!seen.has(parsed.ip)) {
-        seen.add(parsed.ip);
-        ips.push(parsed.ip);
+      else if (!seen.has(parsed.text)) {
+        seen.add(parsed.text);
+        ips.push(parsed.text);
       }
     }
     if (ips.length) await charge(ips.length);
@@ -200,9 +206,9 @@ export class ReputationService {
    * automated reporters drop a refused report for good.
    */
   private async validateReport(ip: string, categories: number[], comment: string): Promise<Validated | Refusal> {
-    const parsed = parseIp(ip);
+    const parsed = parseAddress(ip.trim());
     if (!parsed) return { field: 'ip', code: 'invalid_request', message: `'${ip}' is not an IPv4 or IPv6 address` };
-    const reason = unreportableReason(parsed);
+    const reason = unreportable(parsed);
     if (reason) return { field: 'ip', code: 'address_not_reportable', message: reason };
     const distinct = [...new Set(categories)].sort((a, b) => a - b);
     if (distinct.length === 0) return { field: 'categories', code: 'unknown_category', message: 'at least one category id is required' };
@@ -223,11 +229,11 @@ export class ReputationService {
     const truncated = cleaned.length > COMMENT_MAX;
     return {
       report: {
-        ip: parsed.ip,
+        ip: parsed.text,
         categories: known,
         comment: truncated ? `${cleaned.slice(0, COMMENT_MAX - 1)}…` : cleaned,
         severity: Math.max(...known.map((id) => catalogue.get(id)!)),
-        geo: this.geo.lookup(parsed.ip),
+        geo: this.geo.lookup(parsed.text),
       },
       ignored,
       truncated,
@@ -340,24 +346,24 @@ export class ReputationService {
 
   /** POST /whitelist: an address a site unblocked, as positive feedback that lowers its score. */
   async feedback(caller: Caller, input: { ipAddress: string; reason?: string }, charge: Charge) {
-    const parsed = parseIp(input.ipAddress);
+    const parsed = parseAddress(input.ipAddress.trim());
     if (!parsed) {
       throw new ApiError(400, `Invalid request: ipAddress '${input.ipAddress}' is not an IPv4 or IPv6 address.`, {
         errors: [{ location: 'body', name: 'ipAddress', message: 'must be an IPv4 or IPv6 address' }],
       });
     }
-    const reason = unreportableReason(parsed);
+    const reason = unreportable(parsed);
     if (reason) throw unprocessable(`The feedback was refused: ${reason}`, [{ location: 'body', name: 'ipAddress', message: reason }], 'address_not_reportable');
     const cleaned = cleanComment(input.reason ?? '');
     const recorded = await this.repository.recordFeedback(
-      { ip: parsed.ip, accountId: caller.accountId, keyId: caller.keyId, reason: cleaned.slice(0, COMMENT_MAX) },
+      { ip: parsed.text, accountId: caller.accountId, keyId: caller.keyId, reason: cleaned.slice(0, COMMENT_MAX) },
       this.clock.now(),
       (client) => charge(1, client),
     );
-    const aggregate = await this.repository.findOne(parsed.ip);
+    const aggregate = await this.repository.findOne(parsed.text);
     return {
       feedbackId: recorded.feedbackId,
-      ip: parsed.ip,
+      ip: parsed.text,
       positiveFeedbackCount: recorded.count,
       abuseConfidencePercentage: this.score(aggregate).abuseConfidencePercentage,
       duplicate: recorded.duplicate,
@@ -370,12 +376,12 @@ export class ReputationService {
     within('query', 'per_page', perPage, 1, HISTORY_PER_PAGE_MAX);
     const parsed = this.parse(ip, 'path');
     const [aggregate, reports] = await Promise.all([
-      this.repository.findOne(parsed.ip),
-      this.repository.history(parsed.ip, perPage, (page - 1) * perPage),
+      this.repository.findOne(parsed.text),
+      this.repository.history(parsed.text, perPage, (page - 1) * perPage),
     ]);
     const total = aggregate.reportRows;
     return {
-      ip: parsed.ip,
+      ip: parsed.text,
       reports: reports.map(toView),
       total,
       page,
@@ -390,10 +396,10 @@ export class ReputationService {
     within('query', 'q', q.length, 1, SEARCH_QUERY_MAX);
     const query = q.trim();
     let found: IpAggregate[] = [];
-    const full = parseIp(query);
+    const full = parseAddress(query);
     const asn = /^(?:AS)?(\d{1,10})$/i.exec(query);
     if (full) {
-      const aggregate = await this.repository.findOne(full.ip);
+      const aggregate = await this.repository.findOne(full.text);
       found = aggregate.totalReports > 0 ? [aggregate] : [];
     } else if (asn && (/^AS/i.test(query) || Number(asn[1]) > 255)) {
       const number = Number(asn[1]);

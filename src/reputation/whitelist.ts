@@ -1,4 +1,4 @@
-import ipaddr from 'ipaddr.js';
+import { parseNetwork } from '../address.js';
 import type { Queryable } from '../db/pool.js';
 
 export interface WhitelistEntry {
@@ -11,21 +11,9 @@ export class WhitelistError extends Error {}
 
 /** `203.0.113.9` -> `203.0.113.9/32`; `2001:db8::1/48` -> `2001:db8::/48` (host bits cleared). */
 export function normaliseRange(input: string): string {
-  const text = input.trim();
-  try {
-    if (!text.includes('/')) {
-      const addr = ipaddr.process(text);
-      return `${addr.toString()}/${addr.kind() === 'ipv4' ? 32 : 128}`;
-    }
-    const [addr, bits] = ipaddr.parseCIDR(text);
-    const network =
-      addr.kind() === 'ipv4'
-        ? ipaddr.IPv4.networkAddressFromCIDR(text)
-        : ipaddr.IPv6.networkAddressFromCIDR(text);
-    return `${network.toString()}/${bits}`;
-  } catch {
-    throw new WhitelistError(`${input} is not an IP address or CIDR range`);
-  }
+  const network = parseNetwork(input);
+  if (!network) throw new WhitelistError(`${input} is not an IP address or CIDR range`);
+  return network.text;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { expect } from 'vitest';
-import { parseIp } from '../../src/reputation/ip.js';
+import { parseAddress } from '../../src/address.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 
 /**
@@ -10,7 +10,7 @@ import { loadApiArtifacts } from '../../src/openapi.js';
  */
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
-ajv.addFormat('ip', (value: string) => parseIp(value) !== undefined);
+ajv.addFormat('ip', (value: string) => parseAddress(value) !== undefined);
 ajv.addSchema(loadApiArtifacts().document as object, 'api');
 
 export function expectSchema(componentSchema: string, body: unknown): void {
