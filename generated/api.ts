@@ -1321,14 +1321,14 @@ export interface components {
                  */
                 resetTime: string;
             };
-            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`). */
+            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`), and that site is counted in `used` as tried. A key used on exactly `limit` sites is `ok`; it is `over_limit` only once a further site was refused, so that a client warns about a key shared beyond its plan and not about one that merely uses what its plan includes. */
             domains: {
-                /** @description Distinct sites the key was used from today (UTC). */
+                /** @description Distinct sites the key was used from, or refused for, today (UTC). It exceeds `limit` exactly when a site was refused. */
                 used: number;
                 /** @description Distinct sites allowed per day; `-1` for unlimited. */
                 limit: number;
                 /**
-                 * @description `over_limit` once `used` has reached `limit`: no further site is taken today.
+                 * @description `ok` while the key was used on at most `limit` sites today (reaching the limit included); `over_limit` once a further site was refused (`used` > `limit`). No site beyond `limit` is taken either way until the next UTC day.
                  * @enum {string}
                  */
                 status: "ok" | "over_limit";
@@ -1542,13 +1542,13 @@ export interface components {
         };
         /** @description Relay usage and allowance of one channel (mail or SMS) in the current monthly period. Periods are calendar months in UTC. */
         RelayQuotaBlock: {
-            /** @description Messages delivered to the relay provider in the period. */
+            /** @description Messages of the period handed to the mail server or SMS provider, whatever a later delivery receipt says of them. */
             sent: number;
-            /** @description Messages waiting for delivery now. */
+            /** @description Messages waiting for delivery or being handed on now. */
             queued: number;
             /** @description Messages accepted in the period, whatever their state. */
             queued_total: number;
-            /** @description Messages of the period whose delivery failed. */
+            /** @description Messages of the period that could not be handed on (refused outright, or still failing when their retries were spent); their charge was given back. */
             failed: number;
             /** @description Monthly inclusive limit of the tier; `-1` for fair-use unlimited (Enterprise). */
             limit: number;

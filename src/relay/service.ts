@@ -92,6 +92,9 @@ export function relayLimits(config: RelayConfig): RelayLimits {
 const relayError = (status: number, code: string, message: string, retryAfter?: number) =>
   new ApiError(status, message, { code, headers: retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) } });
 
+/** Refusals for the key's number of sites a day: the refused site is recorded after the rollback. */
+const siteRefusals = new WeakSet<object>();
+
 const invalid = (name: string, message: string, code = 'invalid_request') =>
   new ApiError(422, `Invalid request: ${message.replace(/\.$/, '')}.`, { code, errors: [{ location: 'body', name, message }] });
 
@@ -266,7 +269,7 @@ export class RelayService {
     const period = periodOf(now);
     // A refused send may try again when the next period restores the inclusive quota.
     const untilNextPeriod = Math.ceil((period.end.getTime() - now.getTime()) / 1000);
-    const accepted = await transaction(this.pool, async (client) => {
+    const send = transaction(this.pool, async (client) => {
       // One send at a time per recipient, per site of the account, per key's site list and per
       // account channel: the throttles and the charge below see every earlier send they count.
       const keys = [`recipient:${recipient}`, `site:${caller.accountId}:${site.host}`, `charge:${caller.accountId}:${channel}`]
@@ -317,6 +320,11 @@ export class RelayService {
       }
       await queue.enqueue(channel, id, client);
       return { ok: true as const, queue_id: id, remaining_quota: await this.block(client, caller, channel) };
+    });
+    const accepted = await send.catch(async (err: unknown) => {
+      // The key was tried on a site past its limit: /verify-key reports it as over the limit.
+      if (typeof err === 'object' && err !== null && siteRefusals.has(err)) await this.sites.recordRefused(caller, site.host);
+      throw err;
     });
     // Committed: this process's workers start on it now (other processes' are notified).
     queue.wake(channel);
@@ -373,12 +381,14 @@ export class RelayService {
     if (site === '') return;
     const use = await this.sites.useIn(db, caller, site);
     if (!use.allowed) {
-      throw relayError(
+      const refusal = relayError(
         429,
         'site_daily_cap',
         `This key has been used for ${use.used} different sites today, the most its ${caller.role} tier allows; more sites can be used tomorrow.`,
         untilTomorrow,
       );
+      siteRefusals.add(refusal);
+      throw refusal;
     }
   }
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/categories.js';
 import { generateSigningKey } from '../../src/rules/rulesets.js';
-import { hiveTierAtLeast, hiveTierFromRole, phpFormEncode, wpJsonEncode } from '../support/clients.js';
+import { hiveDomainNotice, hiveTierAtLeast, hiveTierFromRole, phpFormEncode, wpJsonEncode, wpSanitizeEmail } from '../support/clients.js';
 import { rawCall, type CallResult } from '../support/http.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -183,19 +183,43 @@ describe('Hive: report queue', () => {
 });
 
 describe('Hive: licensed domains', () => {
-  it('counts the sites a key is used from and refuses a new site past the limit with domain_limit_exceeded', async () => {
+  it('shows no domain warning for a key used on exactly its number of sites', async () => {
     const free = (await s.createKey('free')).key; // one site a day
-    const first = await rawCall(s.origin, `${BASE}/check?ip=8.8.8.8&verbose=false`, { headers: hiveHeaders(free) });
+    expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false')).status).toBe(200);
+    const domains = (await hiveGet(free, 'verify-key')).body.data.domains;
+    expect(domains).toEqual({ used: 1, limit: 1, status: 'ok' });
+    expect(hiveDomainNotice(domains)).toBeUndefined();
+  });
+
+  it('refuses a new site past the limit with domain_limit_exceeded, and then warns on the allowed site', async () => {
+    const free = (await s.createKey('free')).key;
+    const first = await hiveGet(free, 'check?ip=8.8.8.8&verbose=false');
     expect(first.status).toBe(200);
-    const second = await rawCall(s.origin, `${BASE}/check?ip=8.8.8.8&verbose=false`, {
-      headers: hiveHeaders(free, { 'X-Rip-Site': 'https://other.example.org' }),
-    });
+    const other = { 'X-Rip-Site': 'https://other.example.org' };
+    const second = await hiveGet(free, 'check?ip=8.8.8.8&verbose=false', other);
     expect(second.status).toBe(403);
     expect(second.body.code).toBe('domain_limit_exceeded');
-    const status = (await hiveGet(free, 'verify-key')).body.data.domains;
-    expect(status).toEqual({ used: 1, limit: 1, status: 'over_limit' });
-    // The site it was already used from keeps working.
+    // A second refusal of the same site counts it once.
+    expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false', other)).status).toBe(403);
+    const domains = (await hiveGet(free, 'verify-key')).body.data.domains;
+    expect(domains).toEqual({ used: 2, limit: 1, status: 'over_limit' });
+    expect(hiveDomainNotice(domains)).toBe('Your Community Access Key is used on 2 domains, but your plan includes 1.');
+    // The site it was already used from keeps working; the refused one stays refused.
     expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false')).status).toBe(200);
+    expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false', other)).status).toBe(403);
+  });
+
+  it('counts a relay send refused for a further site as an attempt too', async () => {
+    const key = await s.createKey('professional'); // ten sites a day
+    for (let i = 0; i < 10; i++) {
+      const res = await hiveGet(key.key, 'check?ip=8.8.8.8&verbose=false', { 'X-Rip-Site': `https://site${i}.example.com` });
+      expect(res.status).toBe(200);
+    }
+    expect((await hiveGet(key.key, 'verify-key')).body.data.domains).toEqual({ used: 10, limit: 10, status: 'ok' });
+    const refused = await hiveJson(key.key, 'relay-mail', { recipient: 'someone@example.org', subject: 'Code', body_text: 'Your code is 1', headers: [], site_url: 'https://eleventh.example.com' });
+    expect(refused.status).toBe(429);
+    expect(refused.body.code).toBe('site_daily_cap');
+    expect((await hiveGet(key.key, 'verify-key')).body.data.domains).toEqual({ used: 11, limit: 10, status: 'over_limit' });
   });
 });
 
@@ -211,7 +235,12 @@ describe('Hive: positive feedback and notification settings', () => {
   });
 
   it('stores the notification configuration Hive syncs, and reads it back', async () => {
-    const body = { site_url: SITE, recipients: ['security@shop.example.com', 'Admin <admin@shop.example.com>'], from_name: 'Shop Security', from_email: 'wordpress@shop.example.com' };
+    // The recipients option as the site owner typed it; Hive splits it at commas and passes
+    // each part through sanitize_email() (twice: reading the option, then building the body).
+    const option = 'security@shop.example.com, admin@shop.example.com';
+    const recipients = option.split(',').map((part) => wpSanitizeEmail(wpSanitizeEmail(part.trim()))).filter((address) => address !== '');
+    expect(recipients).toEqual(['security@shop.example.com', 'admin@shop.example.com']);
+    const body = { site_url: SITE, recipients, from_name: 'Shop Security', from_email: wpSanitizeEmail('wordpress@shop.example.com') };
     const res = await hiveJson(pro, 'notification-config', body);
     expect(res.status).toBe(200);
     const back = await hiveGet(pro, `notification-config?site_url=${encodeURIComponent(SITE)}`);
