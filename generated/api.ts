@@ -451,7 +451,11 @@ export interface paths {
          * @description Returns report activity over the last 24 hours (24 hourly buckets), 7 days or
          *     30 days (daily buckets, UTC days), ending with the current, partial bucket,
          *     and the 5 threat categories with the most reports in the period. With
-         *     `category`, only reports carrying that category are counted.
+         *     `category`, only reports carrying that category are counted: any id of the
+         *     catalogue this server has enabled (`GET /categories`: the specification's 1-30,
+         *     the web categories 31-58 when turned on, the operator's own up to 10000). An id
+         *     that is not in it is refused with 422 `unknown_category`, as the blacklist's
+         *     `category` filter is.
          *
          *     - **Access:** Professional and up (`professional`, `business`, `enterprise`,
          *       `honeypot`); Free and Contributor keys get 403.
@@ -1966,8 +1970,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well formed but refused: `category` names a threat-category id that does not exist. */
-        BlacklistUnprocessableEntity: {
+        /** @description The request is well formed but refused: `category` names a threat-category id that is not in the catalogue this server has enabled (`GET /categories`); code `unknown_category`. */
+        CategoryFilterUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2743,7 +2747,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -2804,7 +2808,7 @@ export interface operations {
                  */
                 period?: "24h" | "7d" | "30d";
                 /**
-                 * @description Only count reports carrying this threat-category id, 1-30.
+                 * @description Only count reports carrying this threat-category id, one of the enabled catalogue (`GET /categories`); an id outside it gets 422.
                  * @example 22
                  */
                 category?: number;
@@ -2832,6 +2836,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3094,7 +3099,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3175,7 +3180,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3254,7 +3259,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };

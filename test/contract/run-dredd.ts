@@ -75,7 +75,7 @@ async function waitForReady(origin: string, child: ChildProcess): Promise<void> 
  * Dredd passes a run that skips what it should check: the run fails when fewer transactions
  * pass, or more are skipped, than this suite is known to reach (raise them as it grows).
  */
-const MIN_PASSING = 237;
+const MIN_PASSING = 238;
 const MAX_SKIPPED = 17;
 
 function checkCoverage(output: string): number {
