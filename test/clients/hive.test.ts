@@ -304,6 +304,45 @@ describe('Hive: 2FA relay', () => {
     expect(mail.envelopeTo).toEqual(['customer@example.org']);
   });
 
+  it('relays a 2FA mail whose headers a site filter extended, leaving out the ones it does not copy', async () => {
+    // What a filter on Hive's mail arguments may add (wp_mail style "Name: value" lines), as
+    // headers_array_to_map turns them into the body's map.
+    const res = await hiveJson(pro, 'relay-mail', {
+      recipient: 'filtered@example.org',
+      subject: 'Your login code',
+      body_text: 'Your code is 271828',
+      body_html: '<p>Your code is <b>271828</b></p>',
+      headers: {
+        'Content-Type': 'text/html; charset=UTF-8',
+        From: 'My Shop <wordpress@shop.example.com>',
+        'MIME-Version': '1.0',
+        'Auto-Submitted': 'auto-generated',
+        Precedence: 'bulk',
+        'List-Unsubscribe': '<mailto:unsubscribe@shop.example.com>',
+        'X-Shop-Mail': 'login-code',
+      },
+      site_url: SITE,
+    });
+    // Hive counts any answer with ok true as sent; a 422 would have lost the mail (no fallback).
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, ignored_headers: ['MIME-Version', 'Auto-Submitted', 'Precedence', 'List-Unsubscribe'] });
+    await eventually(() => smtp.received.some((m) => m.envelopeTo.includes('filtered@example.org')));
+    const mail = smtp.received.find((m) => m.envelopeTo.includes('filtered@example.org'))!;
+    expect(mail.mail.headers.get('x-shop-mail')).toBe('login-code');
+    expect(mail.mail.headers.has('list-unsubscribe')).toBe(false);
+    expect(mail.mail.headers.has('precedence')).toBe(false);
+    expect(mail.mail.from?.value).toEqual([{ name: 'My Shop', address: 'relay@example.net' }]);
+    expect(mail.mail.html).toContain('<b>271828</b>');
+  });
+
+  it('refuses a mail with a header that would change its recipients or sender identity', async () => {
+    for (const headers of [{ Bcc: 'someone@attacker.test' }, { Sender: 'ceo@example.com' }, { 'Message-ID': '<forged@example.com>' }]) {
+      const res = await hiveJson(pro, 'relay-mail', { recipient: 'guarded@example.org', subject: 'Code', body_text: 'Your code is 1', headers, site_url: SITE });
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ ok: false, code: 'invalid_request' });
+    }
+  });
+
   it('relays a mail with no headers (sent as [])', async () => {
     const res = await hiveJson(pro, 'relay-mail', { recipient: 'other@example.org', subject: 'Test', body_text: 'Test mail', body_html: '<p>Test</p>', headers: [], site_url: SITE });
     expect(res.status).toBe(200);

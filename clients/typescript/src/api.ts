@@ -1618,7 +1618,7 @@ export interface components {
             body_text: string;
             /** @description Reply-To address, plain (`support@example.com`) or in the RFC 5322 form `Display Name <support@example.com>`. Omitted: no Reply-To header. */
             reply_to?: string;
-            /** @description Up to 10 additional mail headers, as an array of `{name, value}` or as an object `{"Name": "value"}` (an empty one may be sent as `[]`). Custom `X-...` headers are added as they are. Three others are taken into account, never copied: `Content-Type` (`text/plain` sends the plain-text body only, `text/html` the HTML body with the plain text as fallback; the relay always encodes in UTF-8), `From` (its display name becomes the sender name, unless a Business or Enterprise account set its own white-label sender name on the dashboard, which wins; the address is always the relay's own, so no sender can be forged) and `Reply-To` (like `reply_to`, which wins when both are sent). `MIME-Version`, `Content-Transfer-Encoding`, `Date` and `Message-ID` are ignored: the relay sets them. Any other header (`Sender`, `Return-Path`, `To`, `Cc`, `Bcc`, `Subject` …) is refused with 422, as is a line break in a name or value. */
+            /** @description Up to 10 additional mail headers, as an array of `{name, value}` or as an object `{"Name": "value"}` (an empty one may be sent as `[]`). Custom `X-...` headers are added as they are. Three others are taken into account, never copied: `Content-Type` (`text/plain` sends the plain-text body only, `text/html` the HTML body with the plain text as fallback; the relay always encodes in UTF-8), `From` (its display name becomes the sender name, unless a Business or Enterprise account set its own white-label sender name on the dashboard, which wins; the address is always the relay's own, so no sender can be forged) and `Reply-To` (like `reply_to`, which wins when both are sent). Headers of the envelope, the sender's identity and the mail's trace are refused with 422: `To`, `Cc`, `Bcc`, `Sender`, `Return-Path`, `Received`, `Received-SPF`, `DKIM-Signature`, `DomainKey-Signature`, `Authentication-Results`, `ARC-*` (seal, message signature, authentication results), `Message-ID`, `Delivered-To`, `Envelope-To`, `Original-Recipient`, `Disposition-Notification-To`, `Return-Receipt-To` and every `Resent-*` header, as is a line break or control character in a name or value. Any other header (`MIME-Version`, `Date`, `Content-Transfer-Encoding`, `Auto-Submitted`, `List-Unsubscribe`, `Precedence`, `Subject` …) is left out: the relay sets what a mail needs itself, the send is queued without it, and the answer names it in `ignored_headers`, so that a header a site's mail filter adds never stops a 2FA mail. */
             headers?: components["schemas"]["RelayMailHeader"][] | {
                 [key: string]: string;
             };
@@ -1654,6 +1654,8 @@ export interface components {
             queue_id: number;
             /** @description The channel's quota block after this send. */
             remaining_quota: components["schemas"]["RelayQuotaBlock"];
+            /** @description Mail only, and only when some were: the names (as sent) of the `headers` the relay left out of the mail because it does not copy them (see `headers` of the request). The mail was queued without them. */
+            ignored_headers?: string[];
         };
         /** @description Variables of a server-side SMS template. */
         RelayTemplateVars: {
