@@ -234,6 +234,19 @@ describe('Hive: positive feedback and notification settings', () => {
     expect((await hiveForm(free, 'whitelist', { ipAddress: '8.8.4.4', reason: 'x' })).status).toBe(403);
   });
 
+  it('sends positive feedback from its queue after its reports used up the day, and is done with it', async () => {
+    const created = await s.createKey('contributor');
+    await s.pool.query("insert into usage_counters (subject, counter, day, used) values ($1, 'report', $2::date, 200)", [
+      `a:${created.accountId}`,
+      s.clock.now().toISOString().slice(0, 10),
+    ]);
+    expect((await hiveForm(created.key, 'report', { ip: '8.8.9.9', categories: '18', comment: 'x' })).status).toBe(429);
+    // report_positive_feedback: true only for HTTP 200; anything else but 403 marks the queue
+    // row failed and burns one of its few retries.
+    const res = await hiveForm(created.key, 'whitelist', { ipAddress: '8.8.9.9', reason: 'Unblocked by the site owner' });
+    expect(res.status).toBe(200);
+  });
+
   it('stores the notification configuration Hive syncs, and reads it back', async () => {
     // The recipients option as the site owner typed it; Hive splits it at commas and passes
     // each part through sanitize_email() (twice: reading the option, then building the body).

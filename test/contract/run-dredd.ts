@@ -151,7 +151,9 @@ async function main(): Promise<number> {
       const freeExhausted = await staged('free_exhausted', 'free');
       await used(freeExhausted.accountId, 'check', 1_000);
       await used(freeExhausted.accountId, 'report', 50);
-      await used((await staged('contributor_exhausted', 'contributor')).accountId, 'report', 200);
+      const contributorExhausted = await staged('contributor_exhausted', 'contributor');
+      await used(contributorExhausted.accountId, 'report', 200);
+      await used(contributorExhausted.accountId, 'feedback', 200);
       await used((await staged('professional_exhausted', 'professional')).accountId, 'check', 25_000);
       await db.pool.query("insert into usage_counters (subject, counter, day, used) values ('ip:198.51.100.99', 'public', $1::date, 100)", [day]);
       const capped = await staged('professional_capped', 'professional');

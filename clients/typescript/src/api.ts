@@ -770,7 +770,16 @@ export interface paths {
          *     The body may be JSON or a form, as the Hive plugin sends it.
          *
          *     - **Access:** Contributor and up (not Free, not Honeypot): 403 otherwise.
-         *     - **Quota:** +1 on the daily report quota. Refused requests are not charged.
+         *     - **Quota:** +1 on a daily feedback counter of its own, not on the report
+         *       quota: an account may give as much new feedback a day as it may make
+         *       reports (Contributor 200, Professional 1,000, Business 5,000 per licence,
+         *       Enterprise unlimited), and the rate-limit headers describe that counter.
+         *       Feedback the account already gave for the address (a retry) is answered
+         *       200 with `duplicate: true` and costs nothing. Refused requests are not
+         *       charged. Why apart: a site unblocks an address by hand, rarely, and the
+         *       Hive plugin treats any answer but 200 (and 403) as a failed attempt it
+         *       retries a few times and then drops, so feedback must not be refused
+         *       because the same site's automated reports used up the day's quota.
          */
         post: operations["submitWhitelistFeedback"];
         delete?: never;
