@@ -51,7 +51,7 @@ afterAll(async () => {
 
 describe('graceful shutdown', () => {
   it('answers every in-flight request and leaves no queued relay message behind', async (ctx) => {
-    if (db.embedded) return ctx.skip(); // needs two processes on one database server
+    if (db.embedded) return ctx.skip('needs two processes on one PostgreSQL server');
     const smtpPort = await freePort(); // nothing listens yet: deliveries fail and stay queued
     const env = {
       DATABASE_URL: db.url,

@@ -26,7 +26,7 @@ const children: ChildProcess[] = [];
 interface Supervised {
   child: ChildProcess;
   origin: string;
-  lines: () => { pid: number; msg: string; level: number }[];
+  lines: () => { pid: number; msg: string; level: number; time: number }[];
   exited: Promise<number | null>;
 }
 
@@ -58,7 +58,7 @@ async function startWorkers(env: Record<string, string>): Promise<Supervised> {
     out
       .split('\n')
       .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { pid: number; msg: string; level: number });
+      .map((line) => JSON.parse(line) as { pid: number; msg: string; level: number; time: number });
   // Both workers listening, and answering.
   await eventually(() => lines().filter((l) => l.msg === 'listening').length === 2, 90_000);
   await eventually(async () => (await fetch(`${origin}/readyz`).catch(() => undefined))?.status === 200, 30_000);
@@ -121,7 +121,7 @@ describe('WORKERS=2: stopping', () => {
     process.kill(-s.child.pid!, 'SIGTERM'); // the supervisor and both workers, at once
     const code = await s.exited;
     await load;
-    const logs = s.lines() as { pid: number; msg: string; time: number }[];
+    const logs = s.lines();
     expect(logs.filter((l) => l.msg.startsWith('second signal'))).toEqual([]);
     // A client fails only once a worker stopped accepting, after the drain: refused at connect,
     // or reset while its connection waited to be handed to a worker when the listener closed.

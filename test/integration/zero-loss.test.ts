@@ -94,7 +94,7 @@ describe('zero-loss operations', () => {
 
   it('a PostgreSQL restart under report load answers only 200 or 503, and stores every 200 exactly once', async (ctx) => {
     const cluster = await startPrivatePostgres();
-    if (!cluster) return ctx.skip(); // needs PostgreSQL server binaries and root, to run a server of its own
+    if (!cluster) return ctx.skip('needs PostgreSQL server binaries and root, to run a server of its own');
     cleanups.push(() => cluster.stop());
     const admin = new pg.Client({ connectionString: cluster.url });
     await admin.connect();
