@@ -1,4 +1,4 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
@@ -147,13 +147,14 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
     cluster.fork();
   });
   const alive = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && !w.isDead());
-  const tell = (message: SupervisorMessage) => {
-    for (const w of alive()) {
-      try {
-        if (w!.isConnected()) w!.send(message);
-      } catch {
-        // it is exiting already
-      }
+  /** Sends a message; a worker whose channel is gone gets `fallback` as a signal instead. */
+  const send = (w: Worker, message: SupervisorMessage, fallback: NodeJS.Signals) => {
+    const orSignal = () => void w.process.kill(fallback);
+    if (!w.isConnected()) return orSignal();
+    try {
+      w.send(message, undefined, undefined, (err: Error | null) => err && orSignal());
+    } catch {
+      orSignal();
     }
   };
   let forced = false;
@@ -161,7 +162,7 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
     if (forced) return;
     forced = true;
     logger.warn({ workers: alive().length }, `${why}: forcing the workers out`);
-    tell({ type: FORCE_MESSAGE });
+    for (const w of alive()) send(w!, { type: FORCE_MESSAGE }, 'SIGKILL');
     // A worker that does not take the message (blocked, or its channel gone) is killed.
     setTimeout(() => {
       for (const w of alive()) w!.process.kill('SIGKILL');
@@ -182,11 +183,7 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
         (w) =>
           new Promise<number | null>((resolve) => {
             w!.once('exit', (code: number | null) => resolve(code));
-            try {
-              w!.send({ type: STOP_MESSAGE, signal } satisfies SupervisorMessage);
-            } catch {
-              w!.process.kill(signal); // no channel: the signal itself
-            }
+            send(w!, { type: STOP_MESSAGE, signal }, signal);
           }),
       ),
     );
