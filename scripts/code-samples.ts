@@ -145,31 +145,47 @@ function literal(value: Json, lang: Literals, pad = ''): string {
   return `${open}\n${items.map((item) => inner + item).join(',\n')},\n${pad}${close}`;
 }
 
-function pythonRequests(request: SampleRequest): string {
+/**
+ * Python with the standard library only (urllib), so that a sample runs on any Python 3 as
+ * pasted: `urlopen` raises `HTTPError` for a 4xx or 5xx answer, as `raise_for_status` would.
+ */
+function python(request: SampleRequest): string {
   const filled = `${SAMPLE_BASE}${request.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(request.pathParams[name])))}`;
-  const args = [`    ${JSON.stringify(filled)}`];
-  if (Object.keys(request.query).length) args.push(`    params=${literal(request.query, PYTHON, '    ')}`);
-  if (request.needsKey) args.push('    headers={"X-Key": os.environ["TRS_KEY"]}');
-  if (request.body !== undefined) args.push(`    json=${literal(request.body, PYTHON, '    ')}`);
-  args.push('    timeout=30');
+  const hasQuery = Object.keys(request.query).length > 0;
+  // Query values as the URL carries them (a JSON true is the text "true", not Python's "True").
+  const query = Object.fromEntries(Object.entries(request.query).map(([k, v]) => [k, String(v)]));
+  const headers: string[] = [];
+  if (request.needsKey) headers.push('"X-Key": os.environ["TRS_KEY"]');
+  if (request.body !== undefined) headers.push('"Content-Type": "application/json"');
+  const args = [`    ${hasQuery ? `f${JSON.stringify(`${filled}?{query}`)}` : JSON.stringify(filled)}`];
+  if (request.method !== 'get') args.push(`    method=${JSON.stringify(request.method.toUpperCase())}`);
+  if (headers.length) args.push(`    headers={${headers.join(', ')}}`);
+  if (request.body !== undefined) args.push(`    data=json.dumps(body).encode()`);
+  const imports = [
+    ...(request.answersJson || request.body !== undefined ? ['import json'] : []),
+    ...(request.needsKey ? ['import os'] : []),
+    ...(hasQuery ? ['import urllib.parse'] : []),
+    'import urllib.request',
+  ];
   return [
-    ...(request.needsKey ? ['import os', ''] : []),
-    'import requests',
+    ...imports,
     '',
-    `response = requests.${request.method}(`,
+    ...(request.body !== undefined ? [`body = ${literal(request.body, PYTHON)}`] : []),
+    ...(hasQuery ? [`query = urllib.parse.urlencode(${literal(query, PYTHON)})`] : []),
+    'request = urllib.request.Request(',
     `${args.join(',\n')},`,
     ')',
-    'response.raise_for_status()',
-    request.answersJson ? 'print(response.json())' : 'print(response.text)',
+    'with urllib.request.urlopen(request, timeout=30) as response:',
+    request.answersJson ? '    print(json.load(response))' : '    print(response.read().decode())',
   ].join('\n');
 }
 
-/** The samples of one operation: curl, JavaScript with the typed client, Python with requests. */
+/** The samples of one operation: curl, JavaScript with the typed client, Python with its standard library. */
 export function codeSamples(request: SampleRequest): CodeSample[] {
   return [
     { lang: 'Shell', label: 'curl', source: curl(request) },
     { lang: 'JavaScript', label: 'JavaScript (typed client)', source: javascript(request) },
-    { lang: 'Python', label: 'Python (requests)', source: pythonRequests(request) },
+    { lang: 'Python', label: 'Python (standard library)', source: python(request) },
   ];
 }
 

@@ -113,9 +113,10 @@ export function serializeError(err: unknown, depth = 0): LoggedError | unknown {
  */
 export function incidentLogger(logger: Logger, windowMs = 30_000, now: () => number = Date.now) {
   const seen = new Map<string, { until: number; suppressed: number }>();
-  return (level: 'warn' | 'error', component: string, err: unknown, message: string) => {
+  /** `kind`: what makes errors one incident, when not their code (e.g. any database outage). */
+  return (level: 'warn' | 'error', component: string, err: unknown, message: string, kind?: string) => {
     const code = (err as { code?: unknown })?.code;
-    const key = `${component}|${typeof code === 'string' ? code : (err as Error)?.message ?? ''}`;
+    const key = `${component}|${kind ?? (typeof code === 'string' ? code : (err as Error)?.message ?? '')}`;
     const at = now();
     const entry = seen.get(key);
     if (entry && entry.until > at) {

@@ -87,7 +87,7 @@ export class Dashboard {
       this.pool.query<{ prefix: string; name: string; site: string; last_day: string; days: number }>(
         `select k.prefix, k.name, s.site, max(s.day)::text as last_day, count(*)::int as days
            from key_sites s join api_keys k on k.id = s.key_id
-          where k.account_id = $1 and s.day >= $2::date
+          where k.account_id = $1 and s.day >= $2::date and not s.refused
           group by k.prefix, k.name, s.site order by last_day desc, s.site limit 100`,
         [account.id, since],
       ),

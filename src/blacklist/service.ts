@@ -97,7 +97,7 @@ export class BlacklistService {
       const unknown = categories.filter((id) => !known.has(id));
       if (unknown.length) {
         const message = `unknown threat-category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`;
-        throw unprocessable(`Invalid category filter: ${message}.`, [{ location: 'query', name: 'category', message }]);
+        throw unprocessable(`Invalid category filter: ${message}.`, [{ location: 'query', name: 'category', message }], 'unknown_category');
       }
     }
     const format: ListFormat = variant === 'git' ? 'txt' : (params.format ?? 'json');

@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
 import { OPERATIONS, type OperationId } from '../keys/roles.js';
 import type { CounterState, Meter, Subject } from '../keys/usage.js';
+import type { Counter } from '../keys/roles.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
 import type { Queryable } from '../db/pool.js';
@@ -69,7 +70,7 @@ export class Metering {
    * Charges the counter, or throws 429 leaving it unchanged. A request the server then fails
    * to answer (5xx) may get the charge back: the fault budget decides (http/fault-budget.ts).
    */
-  private async charge(req: Request, res: Response, counter: 'check' | 'report' | 'public', units: number, db?: Queryable) {
+  private async charge(req: Request, res: Response, counter: Counter, units: number, db?: Queryable) {
     const result = await this.meter.charge(subjectOf(req, res), counter, units, db);
     setRateLimitHeaders(res, result, this.clock);
     if (!result.allowed) throw this.refuse(counter, result.resetAt);

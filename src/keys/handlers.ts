@@ -37,7 +37,8 @@ export function keyHandlers(usage: UsageReader, sites: KeySites, clock: Clock): 
         domains: {
           used: domains.used,
           limit: domains.limit,
-          status: domains.limit >= 0 && domains.used >= domains.limit ? 'over_limit' : 'ok',
+          // Reaching the limit is fine; only a site refused for it puts the key over.
+          status: domains.limit >= 0 && domains.used > domains.limit ? 'over_limit' : 'ok',
         },
         features: {
           canCheck: hasFeature(caller.role, 'check'),

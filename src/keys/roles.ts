@@ -19,8 +19,12 @@ export type Feature =
   | 'relay'
   | 'feedback';
 
-/** The daily counters. `public` is the per-source-IP allowance of callers without a key. */
-export type Counter = 'check' | 'report' | 'public';
+/**
+ * The daily counters. `public` is the per-source-IP allowance of callers without a key;
+ * `feedback` counts positive feedback (POST /whitelist) apart from reports, so that a site that
+ * used its reports up can still say it unblocked an address.
+ */
+export type Counter = 'check' | 'report' | 'feedback' | 'public';
 
 export interface OperationRule {
   /** undefined: public, a key is optional. Otherwise a key whose role has this feature. */
@@ -57,7 +61,7 @@ export const OPERATIONS: Record<OperationId, OperationRule> = {
   listBlacklistCategories: {},
   getBlacklistStats: {},
   checkIp: { feature: 'check', chargeWithKey: 'check' },
-  submitWhitelistFeedback: { feature: 'feedback', chargeWithKey: 'report', chargedByHandler: true },
+  submitWhitelistFeedback: { feature: 'feedback', chargeWithKey: 'feedback', chargedByHandler: true },
   getNotificationConfig: { feature: 'verify' },
   saveNotificationConfig: { feature: 'verify' },
   getRuleset: { feature: 'verify' },
@@ -108,7 +112,10 @@ export const ROLE_POLICIES: Record<Role, RolePolicy> = {
 /** Callers without a key: this many charged calls per source IP (IPv6: per /64) per UTC day. */
 export const PUBLIC_DAILY_LIMIT = 100;
 
-/** The daily limit of a counter for a role and licence count; -1 means unlimited. */
+/**
+ * The daily limit of a counter for a role and licence count; -1 means unlimited. Positive
+ * feedback may be given as often as the role may report, on its own counter.
+ */
 export function dailyLimit(role: Role, licences: number, counter: Exclude<Counter, 'public'>): number {
   const policy = ROLE_POLICIES[role];
   const perLicence = counter === 'check' ? policy.checksPerDay : policy.reportsPerDay;

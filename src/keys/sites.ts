@@ -22,7 +22,7 @@ export function siteHost(url: string): string | undefined {
 export interface SiteUse {
   /** The site was taken (known today, or new and within the limit). */
   allowed: boolean;
-  /** Distinct sites of the key today, this one included when it was taken. */
+  /** Distinct sites the key was taken for today, this one included when it was taken. */
   used: number;
   /** -1: unlimited. */
   limit: number;
@@ -36,7 +36,9 @@ const REMEMBERED_MAX = 50_000;
  * The sites each key is used from per UTC day (the `domains` of /verify-key): counted from
  * `X-Rip-Site` on any request and `site_url` on relay sends, and bounded by the role's
  * number of sites per day. Taking a site is exact across processes (an advisory lock per key);
- * a site a process has seen taken today costs nothing more.
+ * a site a process has seen taken today costs nothing more. A site refused for the limit is
+ * recorded as well (`refused`), so that the key's `domains` can say it was tried on more
+ * sites than it may be used on; a refused site never counts against the limit.
  */
 export class KeySites {
   private readonly remembered = new Set<string>();
@@ -52,7 +54,11 @@ export class KeySites {
     const day = utcDay(this.clock.now());
     const memo = `${caller.keyId}|${day}|${site}`;
     if (this.remembered.has(memo)) return { allowed: true, used: -1, limit };
-    const result = await transaction(this.pool, (client) => this.useIn(client, caller, site));
+    const result = await transaction(this.pool, async (client) => {
+      const use = await this.useIn(client, caller, site);
+      if (!use.allowed) await this.recordRefusedIn(client, caller, site);
+      return use;
+    });
     if (result.allowed) {
       if (this.remembered.size >= REMEMBERED_MAX) this.remembered.clear();
       this.remembered.add(memo);
@@ -66,22 +72,42 @@ export class KeySites {
     const now = this.clock.now();
     await db.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`key-sites:${caller.keyId}`]);
     const { rows } = await db.query<{ used: number; known: boolean | null }>(
-      'select count(*)::int as used, bool_or(site = $3) as known from key_sites where key_id = $1 and day = $2::date',
+      `select count(*) filter (where not refused)::int as used, bool_or(site = $3 and not refused) as known
+         from key_sites where key_id = $1 and day = $2::date`,
       [caller.keyId, utcDay(now), site],
     );
     const { used, known } = rows[0]!;
     if (known) return { allowed: true, used, limit };
     if (limit >= 0 && used >= limit) return { allowed: false, used, limit };
-    await db.query('insert into key_sites (key_id, day, site, first_seen) values ($1, $2::date, $3, $4) on conflict do nothing', [
-      caller.keyId,
-      utcDay(now),
-      site,
-      now,
-    ]);
+    // A site refused earlier today is taken now (the key's role or licences were raised).
+    await db.query(
+      `insert into key_sites (key_id, day, site, first_seen) values ($1, $2::date, $3, $4)
+       on conflict (key_id, day, site) do update set refused = false`,
+      [caller.keyId, utcDay(now), site, now],
+    );
     return { allowed: true, used: used + 1, limit };
   }
 
-  /** The key's sites today and its limit. */
+  /**
+   * Records that the key was refused for a site today (the relay records it after its send's
+   * transaction is rolled back, so it takes a transaction of its own).
+   */
+  async recordRefused(caller: Caller, site: string): Promise<void> {
+    await this.recordRefusedIn(this.pool, caller, site);
+  }
+
+  private async recordRefusedIn(db: Queryable, caller: Caller, site: string): Promise<void> {
+    const now = this.clock.now();
+    await db.query(
+      'insert into key_sites (key_id, day, site, first_seen, refused) values ($1, $2::date, $3, $4, true) on conflict do nothing',
+      [caller.keyId, utcDay(now), site, now],
+    );
+  }
+
+  /**
+   * The key's sites today and its limit: `used` counts every distinct site the key was used
+   * from or refused for, so that it exceeds `limit` exactly when a site was refused.
+   */
   async today(caller: Caller): Promise<{ used: number; limit: number }> {
     const { rows } = await this.pool.query<{ used: number }>({
       name: 'key-sites-today',

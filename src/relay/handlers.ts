@@ -14,6 +14,7 @@ export function relayHandlers(relay: RelayService): Handlers {
     },
     async sendRelayMail(req, res) {
       const body: ResponseOf<'sendRelayMail'> = await relay.sendMail(res.locals.caller!, req.body as MailInput);
+      if (body.ignored_headers) req.log?.info({ queueId: body.queue_id, ignoredHeaders: body.ignored_headers }, 'relay mail: headers left out');
       res.json(body);
     },
     async sendRelaySms(req, res) {

@@ -96,8 +96,33 @@ export function parseMailbox(field: string, text: string, max: number): Mailbox 
 
 /** Custom headers a caller may add as they are. */
 const CUSTOM_HEADER = /^X-[A-Za-z0-9-]+$/;
-/** Headers the relay sets itself: a caller's are ignored. */
-const RELAY_SET = new Set(['mime-version', 'content-transfer-encoding', 'date', 'message-id']);
+/**
+ * Headers that name who a mail goes to or comes from, or trace and sign its way (envelope,
+ * identity, routing, authentication): a caller that sends one means the mail to be something
+ * the relay would not make it, so the send is refused rather than sent without it.
+ */
+const IDENTITY_HEADERS = new Set([
+  'to',
+  'cc',
+  'bcc',
+  'sender',
+  'return-path',
+  'received',
+  'received-spf',
+  'dkim-signature',
+  'domainkey-signature',
+  'authentication-results',
+  'arc-seal',
+  'arc-message-signature',
+  'arc-authentication-results',
+  'message-id',
+  'delivered-to',
+  'envelope-to',
+  'original-recipient',
+  'disposition-notification-to',
+  'return-receipt-to',
+]);
+const IDENTITY_PREFIXES = ['resent-'];
 /** The display name of a `From` header, the sender name of the mail; its address is never used. */
 const SENDER_NAME_MAX = 64;
 
@@ -110,14 +135,20 @@ export interface MailHeaders {
   senderName?: string;
   /** `Reply-To` given as a header. */
   replyTo?: Mailbox;
+  /** The names of headers left out of the mail (harmless ones the relay does not copy), as sent. */
+  ignored: string[];
 }
 
 /**
  * The headers of a send, as an array of `{name, value}` or a `{Name: value}` map (the
  * ReportedIP plugins send the map, `[]` when empty). `X-` headers are added; `Content-Type`,
  * `From` and `Reply-To` are taken into account, never copied, so that no caller can change the
- * encoding, forge the sender or inject a header; the ones the relay sets itself are ignored;
- * anything else (`Sender`, `Return-Path`, `To`, `Cc`, `Bcc` …) is refused.
+ * encoding, forge the sender or inject a header. Headers of the envelope, identity and trace
+ * (`To`, `Cc`, `Bcc`, `Sender`, `Return-Path`, `Received`, `DKIM-Signature`, `Message-ID`,
+ * `Resent-*` …) are refused; any other (`MIME-Version`, `Date`, `Auto-Submitted`,
+ * `List-Unsubscribe`, `Precedence` …) is left out and named in `ignored`, so that a header a
+ * site's mail filter adds never stops a 2FA mail (the plugins fall back to their own mail only
+ * on 402, 429 and 5xx). A line break or control character anywhere is refused.
  */
 export function interpretHeaders(input: unknown): MailHeaders {
   const list: { name: string; value: unknown }[] = Array.isArray(input)
@@ -128,10 +159,11 @@ export function interpretHeaders(input: unknown): MailHeaders {
   if (list.length > MESSAGE_LIMITS.headersMax) {
     throw new MessageRuleError('headers', `at most ${MESSAGE_LIMITS.headersMax} headers are taken`);
   }
-  const result: MailHeaders = { custom: [] };
+  const result: MailHeaders = { custom: [], ignored: [] };
   list.forEach(({ name, value }, i) => {
     const field = `headers[${i}]`;
     singleLine(`${field}.name`, name, MESSAGE_LIMITS.headerNameMax);
+    if (!/^[A-Za-z0-9-]+$/.test(name)) throw new MessageRuleError(`${field}.name`, `${field}.name must be letters, digits and hyphens`);
     if (typeof value !== 'string') throw new MessageRuleError(`${field}.value`, `${field}.value must be a string`);
     const text = singleLine(`${field}.value`, value, MESSAGE_LIMITS.headerValueMax).trim();
     const lower = name.toLowerCase();
@@ -139,9 +171,12 @@ export function interpretHeaders(input: unknown): MailHeaders {
     else if (lower === 'content-type') result.format = contentFormat(field, text);
     else if (lower === 'from') result.senderName = senderName(field, text);
     else if (lower === 'reply-to') result.replyTo = parseMailbox(`${field}.value`, text, MESSAGE_LIMITS.replyToMax);
-    else if (!RELAY_SET.has(lower)) {
-      throw new MessageRuleError(`${field}.name`, `header ${JSON.stringify(name)} is not allowed: only X- headers, Content-Type, From and Reply-To are taken`);
-    }
+    else if (IDENTITY_HEADERS.has(lower) || IDENTITY_PREFIXES.some((prefix) => lower.startsWith(prefix))) {
+      throw new MessageRuleError(
+        `${field}.name`,
+        `header ${JSON.stringify(name)} is not allowed: the relay sets the recipients, the sender and the message's identity itself`,
+      );
+    } else result.ignored.push(name);
   });
   return result;
 }

@@ -190,7 +190,7 @@ export class RelayService {
   /** POST /relay-mail. */
   async sendMail(caller: Caller, input: MailInput) {
     this.tier(caller);
-    const { recipient, site, payload } = checked(() => {
+    const { recipient, site, payload, ignoredHeaders } = checked(() => {
       const recipientText = current(input.recipient, input.to);
       if (recipientText === undefined) throw new MessageRuleError('recipient', 'recipient is required');
       const to = parseMailbox('recipient', recipientText, MESSAGE_LIMITS.replyToMax);
@@ -214,10 +214,13 @@ export class RelayService {
         replyTo: replyTo && (replyTo.name ? { name: replyTo.name, address: replyTo.address } : replyTo.address),
         headers: headers.custom,
       };
-      return { recipient: to.address, site: siteOf(input.site_url), payload: mail };
+      return { recipient: to.address, site: siteOf(input.site_url), payload: mail, ignoredHeaders: headers.ignored };
     });
     const branded = brandMail(payload, caller.role, await this.senderName(caller), this.limits.mailFooter);
-    return this.accept(caller, 'mail', recipient, site, branded);
+    const accepted = await this.accept(caller, 'mail', recipient, site, branded);
+    // Said in the answer, so that a caller learns what its mail went without.
+    const answer: typeof accepted & { ignored_headers?: string[] } = accepted;
+    return ignoredHeaders.length > 0 ? { ...answer, ignored_headers: ignoredHeaders } : answer;
   }
 
   /** POST /relay-sms. */

@@ -354,8 +354,12 @@ export class ReputationRepository {
         [feedback.ip, feedback.accountId, feedback.keyId, feedback.reason, now],
       );
       const { id, inserted } = rows[0]!;
-      if (inserted) await client.query('update ip_stats set positive_feedback = positive_feedback + 1 where ip = $1', [feedback.ip]);
-      await charge(client);
+      // Only new feedback is charged: a repeat (a client retrying after a lost answer) changes
+      // nothing but the reason.
+      if (inserted) {
+        await client.query('update ip_stats set positive_feedback = positive_feedback + 1 where ip = $1', [feedback.ip]);
+        await charge(client);
+      }
       const { rows: count } = await client.query<{ n: number }>('select count(*)::int as n from ip_feedback where ip = $1', [feedback.ip]);
       return { feedbackId: id, duplicate: !inserted, count: count[0]!.n };
     });

@@ -1,7 +1,8 @@
 import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
-import type { CategoryService } from '../categories/categories.js';
+import { CUSTOM_ID_MAX, type CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import type { Pool } from '../db/pool.js';
+import { unprocessable, within } from '../http/errors.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -119,8 +120,19 @@ export class StatsService {
     };
   }
 
-  /** GET /trends: every bucket of the period, oldest first, zeros included. */
+  /**
+   * GET /trends: every bucket of the period, oldest first, zeros included. A `category` must be
+   * in the enabled catalogue (422 otherwise, as the blacklist's filter), so that a filter by an
+   * id that is off or unknown is never answered with an empty series as if nothing happened.
+   */
   async trends(period: Period, category: number | undefined) {
+    if (category !== undefined) {
+      within('query', 'category', category, 1, CUSTOM_ID_MAX);
+      if (!(await this.categories.severities()).has(category)) {
+        const message = `unknown threat-category id ${category} (see GET /categories)`;
+        throw unprocessable(`Invalid category filter: ${message}.`, [{ location: 'query', name: 'category', message }], 'unknown_category');
+      }
+    }
     const now = this.clock.now().getTime();
     const hourly = period === '24h';
     const step = hourly ? HOUR : DAY;

@@ -3,6 +3,8 @@ import { authPages } from './auth-pages.js';
 import { FormError, requireAccount, requireCsrf, webContext, type WebDeps } from './context.js';
 import { dashboardPages } from './dashboard-pages.js';
 import { publicPages } from './public-pages.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
+import { incidentLogger } from '../logging.js';
 
 /**
  * The web pages: `/` (statistics, map, trends, lookup), `/lookup`, and the account pages under
@@ -55,14 +57,25 @@ interface BodyError {
   status?: number;
 }
 
-/** Errors of the pages answer as pages: a bad form 400 (413 too large), anything else 500. */
+/**
+ * Errors of the pages answer as pages: a bad form 400 (413 too large), the database unavailable
+ * 503 with Retry-After (the same page works again shortly; logged once per incident, as the
+ * API does), anything else 500.
+ */
 function pageErrors(deps: WebDeps) {
+  const incident = incidentLogger(deps.logger);
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const body = err as BodyError;
     let status = 500;
     let text = 'Something went wrong on our side. Try again in a minute.';
     if (err instanceof FormError) [status, text] = [400, err.message];
     else if (body?.type === 'entity.too.large' || body?.type === 'parameters.too.many') [status, text] = [413, 'The form is larger than this page ever sends.'];
+    else if (isDatabaseUnavailable(err)) {
+      [status, text] = [503, 'The service cannot reach its database just now. Try again in a few seconds.'];
+      // A stopped database fails in several ways at once (refused, reset, timed out): one incident.
+      incident('error', 'web', err, 'database unavailable: answering 503', 'database-unavailable');
+      if (!res.headersSent) res.setHeader('Retry-After', '5');
+    }
     else if (typeof body?.status === 'number' && body.status >= 400 && body.status < 500) [status, text] = [400, 'The form could not be read.'];
     else req.log?.error({ err }, 'page failed');
     if (res.headersSent) return;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/categories.js';
 import { generateSigningKey } from '../../src/rules/rulesets.js';
-import { hiveTierAtLeast, hiveTierFromRole, phpFormEncode, wpJsonEncode } from '../support/clients.js';
+import { hiveDomainNotice, hiveTierAtLeast, hiveTierFromRole, phpFormEncode, wpJsonEncode, wpSanitizeEmail } from '../support/clients.js';
 import { rawCall, type CallResult } from '../support/http.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -183,19 +183,43 @@ describe('Hive: report queue', () => {
 });
 
 describe('Hive: licensed domains', () => {
-  it('counts the sites a key is used from and refuses a new site past the limit with domain_limit_exceeded', async () => {
+  it('shows no domain warning for a key used on exactly its number of sites', async () => {
     const free = (await s.createKey('free')).key; // one site a day
-    const first = await rawCall(s.origin, `${BASE}/check?ip=8.8.8.8&verbose=false`, { headers: hiveHeaders(free) });
+    expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false')).status).toBe(200);
+    const domains = (await hiveGet(free, 'verify-key')).body.data.domains;
+    expect(domains).toEqual({ used: 1, limit: 1, status: 'ok' });
+    expect(hiveDomainNotice(domains)).toBeUndefined();
+  });
+
+  it('refuses a new site past the limit with domain_limit_exceeded, and then warns on the allowed site', async () => {
+    const free = (await s.createKey('free')).key;
+    const first = await hiveGet(free, 'check?ip=8.8.8.8&verbose=false');
     expect(first.status).toBe(200);
-    const second = await rawCall(s.origin, `${BASE}/check?ip=8.8.8.8&verbose=false`, {
-      headers: hiveHeaders(free, { 'X-Rip-Site': 'https://other.example.org' }),
-    });
+    const other = { 'X-Rip-Site': 'https://other.example.org' };
+    const second = await hiveGet(free, 'check?ip=8.8.8.8&verbose=false', other);
     expect(second.status).toBe(403);
     expect(second.body.code).toBe('domain_limit_exceeded');
-    const status = (await hiveGet(free, 'verify-key')).body.data.domains;
-    expect(status).toEqual({ used: 1, limit: 1, status: 'over_limit' });
-    // The site it was already used from keeps working.
+    // A second refusal of the same site counts it once.
+    expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false', other)).status).toBe(403);
+    const domains = (await hiveGet(free, 'verify-key')).body.data.domains;
+    expect(domains).toEqual({ used: 2, limit: 1, status: 'over_limit' });
+    expect(hiveDomainNotice(domains)).toBe('Your Community Access Key is used on 2 domains, but your plan includes 1.');
+    // The site it was already used from keeps working; the refused one stays refused.
     expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false')).status).toBe(200);
+    expect((await hiveGet(free, 'check?ip=8.8.8.8&verbose=false', other)).status).toBe(403);
+  });
+
+  it('counts a relay send refused for a further site as an attempt too', async () => {
+    const key = await s.createKey('professional'); // ten sites a day
+    for (let i = 0; i < 10; i++) {
+      const res = await hiveGet(key.key, 'check?ip=8.8.8.8&verbose=false', { 'X-Rip-Site': `https://site${i}.example.com` });
+      expect(res.status).toBe(200);
+    }
+    expect((await hiveGet(key.key, 'verify-key')).body.data.domains).toEqual({ used: 10, limit: 10, status: 'ok' });
+    const refused = await hiveJson(key.key, 'relay-mail', { recipient: 'someone@example.org', subject: 'Code', body_text: 'Your code is 1', headers: [], site_url: 'https://eleventh.example.com' });
+    expect(refused.status).toBe(429);
+    expect(refused.body.code).toBe('site_daily_cap');
+    expect((await hiveGet(key.key, 'verify-key')).body.data.domains).toEqual({ used: 11, limit: 10, status: 'over_limit' });
   });
 });
 
@@ -210,8 +234,26 @@ describe('Hive: positive feedback and notification settings', () => {
     expect((await hiveForm(free, 'whitelist', { ipAddress: '8.8.4.4', reason: 'x' })).status).toBe(403);
   });
 
+  it('sends positive feedback from its queue after its reports used up the day, and is done with it', async () => {
+    const created = await s.createKey('contributor');
+    await s.pool.query("insert into usage_counters (subject, counter, day, used) values ($1, 'report', $2::date, 200)", [
+      `a:${created.accountId}`,
+      s.clock.now().toISOString().slice(0, 10),
+    ]);
+    expect((await hiveForm(created.key, 'report', { ip: '8.8.9.9', categories: '18', comment: 'x' })).status).toBe(429);
+    // report_positive_feedback: true only for HTTP 200; anything else but 403 marks the queue
+    // row failed and burns one of its few retries.
+    const res = await hiveForm(created.key, 'whitelist', { ipAddress: '8.8.9.9', reason: 'Unblocked by the site owner' });
+    expect(res.status).toBe(200);
+  });
+
   it('stores the notification configuration Hive syncs, and reads it back', async () => {
-    const body = { site_url: SITE, recipients: ['security@shop.example.com', 'Admin <admin@shop.example.com>'], from_name: 'Shop Security', from_email: 'wordpress@shop.example.com' };
+    // The recipients option as the site owner typed it; Hive splits it at commas and passes
+    // each part through sanitize_email() (twice: reading the option, then building the body).
+    const option = 'security@shop.example.com, admin@shop.example.com';
+    const recipients = option.split(',').map((part) => wpSanitizeEmail(wpSanitizeEmail(part.trim()))).filter((address) => address !== '');
+    expect(recipients).toEqual(['security@shop.example.com', 'admin@shop.example.com']);
+    const body = { site_url: SITE, recipients, from_name: 'Shop Security', from_email: wpSanitizeEmail('wordpress@shop.example.com') };
     const res = await hiveJson(pro, 'notification-config', body);
     expect(res.status).toBe(200);
     const back = await hiveGet(pro, `notification-config?site_url=${encodeURIComponent(SITE)}`);
@@ -273,6 +315,45 @@ describe('Hive: 2FA relay', () => {
     expect(mail.mail.replyTo?.value[0]?.address).toBe('admin@shop.example.com');
     expect(mail.mail.html).toContain('<b>482913</b>');
     expect(mail.envelopeTo).toEqual(['customer@example.org']);
+  });
+
+  it('relays a 2FA mail whose headers a site filter extended, leaving out the ones it does not copy', async () => {
+    // What a filter on Hive's mail arguments may add (wp_mail style "Name: value" lines), as
+    // headers_array_to_map turns them into the body's map.
+    const res = await hiveJson(pro, 'relay-mail', {
+      recipient: 'filtered@example.org',
+      subject: 'Your login code',
+      body_text: 'Your code is 271828',
+      body_html: '<p>Your code is <b>271828</b></p>',
+      headers: {
+        'Content-Type': 'text/html; charset=UTF-8',
+        From: 'My Shop <wordpress@shop.example.com>',
+        'MIME-Version': '1.0',
+        'Auto-Submitted': 'auto-generated',
+        Precedence: 'bulk',
+        'List-Unsubscribe': '<mailto:unsubscribe@shop.example.com>',
+        'X-Shop-Mail': 'login-code',
+      },
+      site_url: SITE,
+    });
+    // Hive counts any answer with ok true as sent; a 422 would have lost the mail (no fallback).
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, ignored_headers: ['MIME-Version', 'Auto-Submitted', 'Precedence', 'List-Unsubscribe'] });
+    await eventually(() => smtp.received.some((m) => m.envelopeTo.includes('filtered@example.org')));
+    const mail = smtp.received.find((m) => m.envelopeTo.includes('filtered@example.org'))!;
+    expect(mail.mail.headers.get('x-shop-mail')).toBe('login-code');
+    expect(mail.mail.headers.has('list-unsubscribe')).toBe(false);
+    expect(mail.mail.headers.has('precedence')).toBe(false);
+    expect(mail.mail.from?.value).toEqual([{ name: 'My Shop', address: 'relay@example.net' }]);
+    expect(mail.mail.html).toContain('<b>271828</b>');
+  });
+
+  it('refuses a mail with a header that would change its recipients or sender identity', async () => {
+    for (const headers of [{ Bcc: 'someone@attacker.test' }, { Sender: 'ceo@example.com' }, { 'Message-ID': '<forged@example.com>' }]) {
+      const res = await hiveJson(pro, 'relay-mail', { recipient: 'guarded@example.org', subject: 'Code', body_text: 'Your code is 1', headers, site_url: SITE });
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ ok: false, code: 'invalid_request' });
+    }
   });
 
   it('relays a mail with no headers (sent as [])', async () => {

@@ -192,6 +192,7 @@ const UNPROCESSABLE = {
   getBlacklistDetailed: (t) => setQuery(t, 'category', '999'),
   getBlacklistCombined: (t) => setQuery(t, 'category', '999'),
   exportBlacklistGit: (t) => setQuery(t, 'category', '999'),
+  getTrends: (t) => setQuery(t, 'category', '999'),
 };
 
 /** A caller whose daily counter is used up (seeded by run-dredd.ts). */

@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SAMPLE_BASE } from '../../scripts/code-samples.js';
-import { loadApiArtifacts } from '../../src/openapi.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadApiArtifacts, projectRoot } from '../../src/openapi.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generateSigningKey } from '../../src/rules/rulesets.js';
@@ -14,8 +14,10 @@ import { startTestServer, type TestServer } from '../support/server.js';
 /**
  * The code samples the reference publishes (x-codeSamples, made by `npm run generate`) are run
  * as a reader would paste them, against a server with the relay configured and an Enterprise
- * key: every curl sample must be a request the server accepts, and every Python sample must
- * get a 2xx (it calls raise_for_status).
+ * key: every curl sample must be a request the server accepts, every Python sample (standard
+ * library only) must get a 2xx (urlopen raises for anything else), and every JavaScript sample
+ * must type-check against the typed client (clients/typescript) and get an answer without
+ * `error`, run with the package name resolved to the client's source.
  */
 const run = promisify(execFile);
 const document = loadApiArtifacts().document as unknown as {
@@ -29,7 +31,7 @@ let s: TestServer;
 let env: NodeJS.ProcessEnv;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
 let sms: Awaited<ReturnType<typeof startSmsProvider>>;
-let hasRequests = false;
+let hasPython = false;
 const rulesDir = mkdtempSync(path.join(tmpdir(), 'trs-samples-rules-'));
 
 beforeAll(async () => {
@@ -46,7 +48,7 @@ beforeAll(async () => {
   const key = (await s.createKey('enterprise')).key;
   env = { ...process.env, TRS_KEY: key };
   await call(s.base, '/notification-config', { key, json: { site_url: 'https://shop.example.com', recipients: ['security@example.com'] } });
-  hasRequests = await run('python3', ['-c', 'import requests']).then(() => true, () => false);
+  hasPython = await run('python3', ['--version']).then(() => true, () => false);
 });
 afterAll(async () => {
   rmSync(rulesDir, { recursive: true, force: true });
@@ -64,7 +66,7 @@ const source = (samples: { label: string; source: string }[], label: string) => 
 describe('the published code samples', () => {
   it('cover every operation in curl, JavaScript and Python', () => {
     expect(operations.length).toBeGreaterThanOrEqual(22);
-    for (const op of operations) expect(op.samples.map((x) => x.label), op.name).toEqual(['curl', 'JavaScript (typed client)', 'Python (requests)']);
+    for (const op of operations) expect(op.samples.map((x) => x.label), op.name).toEqual(['curl', 'JavaScript (typed client)', 'Python (standard library)']);
   });
 
   it.each(operations)('curl: $name is accepted', async ({ samples }) => {
@@ -73,9 +75,77 @@ describe('the published code samples', () => {
     expect(Number(stdout)).toBeLessThan(300);
   });
 
-  it.each(operations)('Python: $name succeeds', async ({ samples }) => {
-    if (!hasRequests) return; // python3 with requests is on the CI machine; elsewhere this part is skipped
+  it.for(operations)('Python: $name succeeds', async ({ samples }, ctx) => {
+    if (!hasPython) return ctx.skip('python3 is not installed here');
     const { stdout } = await run('python3', ['-c', source(samples, 'Python')], { env });
     expect(stdout.length).toBeGreaterThan(0);
   });
+});
+
+describe('the published JavaScript samples', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'trs-samples-js-'));
+  const files = operations.map((op, i) => ({ name: op.name, file: `sample-${String(i).padStart(2, '0')}.mts` }));
+  let results: Record<string, string | null> = {};
+
+  beforeAll(async () => {
+    for (const [i, op] of operations.entries()) writeFileSync(path.join(dir, files[i]!.file), source(op.samples, 'JavaScript'));
+    // Runs each sample in turn in one process, and notes what each threw.
+    writeFileSync(
+      path.join(dir, 'run.mts'),
+      [
+        "import { writeFileSync } from 'node:fs';",
+        'const results: Record<string, string | null> = {};',
+        'for (const file of process.argv.slice(2)) {',
+        '  try {',
+        '    await import(new URL(`./${file}`, import.meta.url).href);',
+        '    results[file] = null;',
+        '  } catch (err) {',
+        '    results[file] = err instanceof Error ? err.message : String(err);',
+        '  }',
+        '}',
+        "writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results));",
+      ].join('\n'),
+    );
+    // The package name resolves to the client's source, as a reader's installed package would.
+    writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2023',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          lib: ['ES2023', 'DOM'],
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ['node'],
+          typeRoots: [path.join(projectRoot, 'node_modules', '@types')],
+          paths: { '@threat-reputation/client': [path.join(projectRoot, 'clients', 'typescript', 'src', 'index.ts')] },
+        },
+        files: [...files.map((f) => f.file), 'run.mts'],
+      }),
+    );
+  }, 60_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('type-check against the typed client', async () => {
+    const tsc = path.join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+    const result = await run(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], { cwd: projectRoot }).then(
+      () => '',
+      (err: { stdout?: string }) => err.stdout ?? String(err),
+    );
+    expect(result).toBe('');
+  }, 120_000);
+
+  it('each get an answer without error', async () => {
+    await run(process.execPath, ['--import', 'tsx', path.join(dir, 'run.mts'), ...files.map((f) => f.file)], {
+      cwd: projectRoot,
+      env: { ...env, TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json') },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    results = JSON.parse(readFileSync(path.join(dir, 'results.json'), 'utf8')) as Record<string, string | null>;
+    const failed = Object.fromEntries(files.filter((f) => results[f.file] !== null).map((f) => [f.name, results[f.file] ?? 'not run']));
+    expect(failed).toEqual({});
+    expect(Object.keys(results)).toHaveLength(operations.length);
+  }, 120_000);
 });

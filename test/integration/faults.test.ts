@@ -98,4 +98,30 @@ describe('the database stops and starts under load', () => {
       await direct.end();
     }
   });
+
+  it('answers the web pages 503 with Retry-After while the database is down, logged once', async () => {
+    const page = (path: string) => fetch(s.origin + path, { headers: { 'X-Forwarded-For': '203.0.113.7' } });
+    expect((await page('/')).status).toBe(200);
+    const logged = () => s.logs.filter((line) => line.includes('"component":"web"')).length;
+    const before = logged();
+    await proxy.cut();
+    try {
+      for (const path of ['/', '/lookup?ip=8.8.8.8', '/']) {
+        const res = await page(path);
+        expect(res.status, path).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(await res.text()).toContain('cannot reach its database');
+      }
+      expect(logged() - before).toBe(1); // one line for the incident, not one per page
+    } finally {
+      await proxy.restore();
+    }
+    let back = 0;
+    for (let i = 0; i < 100 && back !== 200; i++) {
+      back = (await page('/')).status;
+      if (back !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(back).toBe(200);
+  });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/categories.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -125,5 +126,31 @@ describe('GET /attack-map-data', () => {
       expect.objectContaining({ source_country: 'RU', target_country: 'DE', attack_count: 1 }),
     );
     expect(fresh.body.data.total_reports).toBe(6);
+  });
+});
+
+// Last: it reports more, which the counts above do not expect.
+describe('GET /trends by catalogue id', () => {
+  it('filters by any id of the enabled catalogue, web and operator ids included, and refuses others with 422', async () => {
+    const categories = new CategoryService(s.orm.em, s.clock);
+    // Off by default: a web id is not a filter yet, and says so instead of an empty series.
+    const off = await api('/trends?period=24h&category=55', { key: pro });
+    expect(off.status).toBe(422);
+    expect(off.body).toMatchObject({ code: 'unknown_category', meta: { errors: [{ location: 'query', name: 'category' }] } });
+    await categories.setCatalogue('web', true);
+    await categories.upsertCustom({ id: 4242, name: 'Card Testing', description: 'Stolen cards tried at a checkout', severity: 6 });
+    s.clock.advance(CATALOGUE_TTL_MS);
+    const reporter = (await s.createKey('free')).key;
+    expect((await api('/report', { key: reporter, json: { ip: '8.8.7.1', categories: [55, 4242] }, from: DE })).status).toBe(200);
+    for (const id of [55, 4242]) {
+      const res = await api(`/trends?period=24h&category=${id}`, { key: pro });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.data.timeSeries.reduce((sum: number, p: any) => sum + p.reports, 0)).toBe(1);
+      expect(res.body.data.topCategories).toEqual([expect.objectContaining({ id, count: 1 })]);
+    }
+    // Ids the catalogue does not hold: 422; outside the catalogue's id range: 400.
+    expect((await api('/trends?category=999', { key: pro })).status).toBe(422);
+    expect((await api('/trends?category=10001', { key: pro })).status).toBe(400);
+    expect((await api('/trends?category=0', { key: pro })).status).toBe(400);
   });
 });

@@ -56,8 +56,9 @@ describe('mail', () => {
     await refused(mail({ recipient: 'a@example.com <b@example.com>, c@example.com' }));
     await refused(mail({ recipient: 'not an address' }));
   });
-  it('refuses identity, routing and encoding headers, and line breaks in any header', async () => {
-    for (const name of ['Sender', 'Return-Path', 'Bcc', 'Cc', 'To', 'Subject', 'Content-Type', 'DKIM-Signature', 'Received', 'X-Ok\r\nBcc']) {
+  it('refuses envelope, identity and trace headers, a Content-Type it cannot build, and line breaks in any header', async () => {
+    const names = ['Sender', 'Return-Path', 'Bcc', 'Cc', 'To', 'Content-Type', 'DKIM-Signature', 'Received', 'Message-ID', 'Resent-From', 'Delivered-To', 'ARC-Seal'];
+    for (const name of [...names, 'X-Ok\r\nBcc', 'X-Ok:Bcc', 'X Ok']) {
       await refused(mail({ headers: [{ name, value: 'x@attacker.test' }] }));
       await refused(mail({ headers: { [name]: 'x@attacker.test' } }));
     }
@@ -67,6 +68,20 @@ describe('mail', () => {
     await refused(mail({ headers: [{ name: 'X-Ok', value: 'a\r\nBcc: x@attacker.test' }] }));
     await refused(mail({ headers: [{ name: 'X-Ok', value: 'a\nb' }] }));
     await refused(mail({ headers: Array.from({ length: MESSAGE_LIMITS.headersMax + 1 }, (_, i) => ({ name: `X-H${i}`, value: 'v' })) }));
+    await refused(mail({ headers: { 'List-Unsubscribe': '<mailto:a@example.com>\r\nBcc: x@attacker.test' } }));
+  });
+  it('leaves out harmless headers it does not copy, and says which', async () => {
+    const result = await service.sendMail(caller, {
+      recipient: 'left-out@example.com',
+      subject: 's',
+      body_text: 't',
+      headers: { 'Auto-Submitted': 'auto-generated', Subject: 'Other', 'X-Site': 'shop' },
+    });
+    expect(result.ignored_headers).toEqual(['Auto-Submitted', 'Subject']);
+    const { rows } = await s.pool.query('select payload from relay_messages where id = $1', [result.queue_id]);
+    expect(rows[0].payload.headers).toEqual([{ name: 'X-Site', value: 'shop' }]);
+    expect(rows[0].payload.subject).toBe('s');
+    queued.length = 0;
   });
   it('refuses a subject or reply-to with a line break, and over-long fields', async () => {
     await refused(mail({ subject: 'hello\r\nBcc: x@attacker.test' }));

@@ -44,3 +44,33 @@ export function hiveTierAtLeast(tier: string, minimum: string): boolean {
   const order = ['free', 'contributor', 'professional', 'business', 'enterprise'];
   return order.includes(tier) && order.includes(minimum) && order.indexOf(tier) >= order.indexOf(minimum);
 }
+
+/**
+ * The licensed-domains warning Hive shows on its pages and the dashboard card after reading
+ * `/verify-key`: it stores `domains` as its snapshot and warns whenever `status` is
+ * `over_limit`, naming `used` and `limit`. Undefined: no warning.
+ */
+export function hiveDomainNotice(domains: { used?: unknown; limit?: unknown; status?: unknown }): string | undefined {
+  if (String(domains.status ?? 'ok') !== 'over_limit') return undefined;
+  return `Your Community Access Key is used on ${Number(domains.used ?? 0)} domains, but your plan includes ${Math.max(0, Number(domains.limit ?? -1))}.`;
+}
+
+/**
+ * WordPress's `sanitize_email()`: what is left of an address once characters that may not
+ * stand in a local part or a host name are dropped (a display name and its brackets are not
+ * parsed, only stripped of what is not allowed), or '' when no address remains.
+ */
+export function wpSanitizeEmail(email: string): string {
+  if (email.length < 6 || email.indexOf('@', 1) < 1) return '';
+  const at = email.indexOf('@');
+  const local = email.slice(0, at).replace(/[^a-zA-Z0-9!#$%&'*+/=?^_`{|}~.-]/g, '');
+  if (local === '') return '';
+  const domain = email
+    .slice(at + 1)
+    .replace(/\.{2,}/g, '')
+    .replace(/^[ \t\n\r\0\x0B.]+|[ \t\n\r\0\x0B.]+$/g, '');
+  const subs = domain.split('.');
+  if (domain === '' || subs.length < 2) return '';
+  const kept = subs.map((sub) => sub.replace(/^[ \t\n\r\0\x0B-]+|[ \t\n\r\0\x0B-]+$/g, '').replace(/[^a-z0-9-]+/gi, '')).filter((sub) => sub !== '');
+  return kept.length < 2 ? '' : `${local}@${kept.join('.')}`;
+}

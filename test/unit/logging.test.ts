@@ -68,6 +68,7 @@ describe('what counts as the database being unavailable', () => {
     ['the pool waiting too long', new Error('timeout exceeded when trying to connect')],
     ['wrapped by the ORM', Object.assign(new Error('select …'), { name: 'DriverException', cause: Object.assign(new Error('x'), { code: '57P01' }) })],
     ['a read-only standby after a failover', Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' })],
+    ['its Unix socket gone', Object.assign(new Error('connect ENOENT /data/run/.s.PGSQL.5432'), { code: 'ENOENT', syscall: 'connect', address: '/data/run/.s.PGSQL.5432' })],
   ])('%s', (_name, err) => expect(isDatabaseUnavailable(err)).toBe(true));
 
   it.each([
@@ -75,5 +76,6 @@ describe('what counts as the database being unavailable', () => {
     ['a missing table', Object.assign(new Error('relation does not exist'), { code: '42P01' })],
     ['a unique violation', Object.assign(new Error('duplicate key'), { code: '23505' })],
     ['a plain bug', new TypeError('x is undefined')],
+    ['a file the code reads missing', Object.assign(new Error("ENOENT: no such file or directory, open 'views/home.eta'"), { code: 'ENOENT', syscall: 'open' })],
   ])('not %s', (_name, err) => expect(isDatabaseUnavailable(err)).toBe(false));
 });

@@ -451,7 +451,11 @@ export interface paths {
          * @description Returns report activity over the last 24 hours (24 hourly buckets), 7 days or
          *     30 days (daily buckets, UTC days), ending with the current, partial bucket,
          *     and the 5 threat categories with the most reports in the period. With
-         *     `category`, only reports carrying that category are counted.
+         *     `category`, only reports carrying that category are counted: any id of the
+         *     catalogue this server has enabled (`GET /categories`: the specification's 1-30,
+         *     the web categories 31-58 when turned on, the operator's own up to 10000). An id
+         *     that is not in it is refused with 422 `unknown_category`, as the blacklist's
+         *     `category` filter is.
          *
          *     - **Access:** Professional and up (`professional`, `business`, `enterprise`,
          *       `honeypot`); Free and Contributor keys get 403.
@@ -766,7 +770,16 @@ export interface paths {
          *     The body may be JSON or a form, as the Hive plugin sends it.
          *
          *     - **Access:** Contributor and up (not Free, not Honeypot): 403 otherwise.
-         *     - **Quota:** +1 on the daily report quota. Refused requests are not charged.
+         *     - **Quota:** +1 on a daily feedback counter of its own, not on the report
+         *       quota: an account may give as much new feedback a day as it may make
+         *       reports (Contributor 200, Professional 1,000, Business 5,000 per licence,
+         *       Enterprise unlimited), and the rate-limit headers describe that counter.
+         *       Feedback the account already gave for the address (a retry) is answered
+         *       200 with `duplicate: true` and costs nothing. Refused requests are not
+         *       charged. Why apart: a site unblocks an address by hand, rarely, and the
+         *       Hive plugin treats any answer but 200 (and 403) as a failed attempt it
+         *       retries a few times and then drops, so feedback must not be refused
+         *       because the same site's automated reports used up the day's quota.
          */
         post: operations["submitWhitelistFeedback"];
         delete?: never;
@@ -1321,14 +1334,14 @@ export interface components {
                  */
                 resetTime: string;
             };
-            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`). */
+            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`), and that site is counted in `used` as tried. A key used on exactly `limit` sites is `ok`; it is `over_limit` only once a further site was refused, so that a client warns about a key shared beyond its plan and not about one that merely uses what its plan includes. */
             domains: {
-                /** @description Distinct sites the key was used from today (UTC). */
+                /** @description Distinct sites the key was used from, or refused for, today (UTC). It exceeds `limit` exactly when a site was refused. */
                 used: number;
                 /** @description Distinct sites allowed per day; `-1` for unlimited. */
                 limit: number;
                 /**
-                 * @description `over_limit` once `used` has reached `limit`: no further site is taken today.
+                 * @description `ok` while the key was used on at most `limit` sites today (reaching the limit included); `over_limit` once a further site was refused (`used` > `limit`). No site beyond `limit` is taken either way until the next UTC day.
                  * @enum {string}
                  */
                 status: "ok" | "over_limit";
@@ -1614,7 +1627,7 @@ export interface components {
             body_text: string;
             /** @description Reply-To address, plain (`support@example.com`) or in the RFC 5322 form `Display Name <support@example.com>`. Omitted: no Reply-To header. */
             reply_to?: string;
-            /** @description Up to 10 additional mail headers, as an array of `{name, value}` or as an object `{"Name": "value"}` (an empty one may be sent as `[]`). Custom `X-...` headers are added as they are. Three others are taken into account, never copied: `Content-Type` (`text/plain` sends the plain-text body only, `text/html` the HTML body with the plain text as fallback; the relay always encodes in UTF-8), `From` (its display name becomes the sender name, unless a Business or Enterprise account set its own white-label sender name on the dashboard, which wins; the address is always the relay's own, so no sender can be forged) and `Reply-To` (like `reply_to`, which wins when both are sent). `MIME-Version`, `Content-Transfer-Encoding`, `Date` and `Message-ID` are ignored: the relay sets them. Any other header (`Sender`, `Return-Path`, `To`, `Cc`, `Bcc`, `Subject` …) is refused with 422, as is a line break in a name or value. */
+            /** @description Up to 10 additional mail headers, as an array of `{name, value}` or as an object `{"Name": "value"}` (an empty one may be sent as `[]`). Custom `X-...` headers are added as they are. Three others are taken into account, never copied: `Content-Type` (`text/plain` sends the plain-text body only, `text/html` the HTML body with the plain text as fallback; the relay always encodes in UTF-8), `From` (its display name becomes the sender name, unless a Business or Enterprise account set its own white-label sender name on the dashboard, which wins; the address is always the relay's own, so no sender can be forged) and `Reply-To` (like `reply_to`, which wins when both are sent). Headers of the envelope, the sender's identity and the mail's trace are refused with 422: `To`, `Cc`, `Bcc`, `Sender`, `Return-Path`, `Received`, `Received-SPF`, `DKIM-Signature`, `DomainKey-Signature`, `Authentication-Results`, `ARC-*` (seal, message signature, authentication results), `Message-ID`, `Delivered-To`, `Envelope-To`, `Original-Recipient`, `Disposition-Notification-To`, `Return-Receipt-To` and every `Resent-*` header, as is a line break or control character in a name or value. Any other header (`MIME-Version`, `Date`, `Content-Transfer-Encoding`, `Auto-Submitted`, `List-Unsubscribe`, `Precedence`, `Subject` …) is left out: the relay sets what a mail needs itself, the send is queued without it, and the answer names it in `ignored_headers`, so that a header a site's mail filter adds never stops a 2FA mail. */
             headers?: components["schemas"]["RelayMailHeader"][] | {
                 [key: string]: string;
             };
@@ -1650,6 +1663,8 @@ export interface components {
             queue_id: number;
             /** @description The channel's quota block after this send. */
             remaining_quota: components["schemas"]["RelayQuotaBlock"];
+            /** @description Mail only, and only when some were: the names (as sent) of the `headers` the relay left out of the mail because it does not copy them (see `headers` of the request). The mail was queued without them. */
+            ignored_headers?: string[];
         };
         /** @description Variables of a server-side SMS template. */
         RelayTemplateVars: {
@@ -1966,8 +1981,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well formed but refused: `category` names a threat-category id that does not exist. */
-        BlacklistUnprocessableEntity: {
+        /** @description The request is well formed but refused: `category` names a threat-category id that is not in the catalogue this server has enabled (`GET /categories`); code `unknown_category`. */
+        CategoryFilterUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2743,7 +2758,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -2804,7 +2819,7 @@ export interface operations {
                  */
                 period?: "24h" | "7d" | "30d";
                 /**
-                 * @description Only count reports carrying this threat-category id, 1-30.
+                 * @description Only count reports carrying this threat-category id, one of the enabled catalogue (`GET /categories`); an id outside it gets 422.
                  * @example 22
                  */
                 category?: number;
@@ -2832,6 +2847,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3094,7 +3110,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3175,7 +3191,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3254,7 +3270,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["BlacklistUnprocessableEntity"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };

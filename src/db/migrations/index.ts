@@ -9,6 +9,8 @@ import { Migration20261123000000SecurityScopes } from './Migration20261123000000
 import { Migration20261123010000FieldClients } from './Migration20261123010000FieldClients.js';
 import { Migration20261124000000Accounts } from './Migration20261124000000Accounts.js';
 import { Migration20261125000000RelayDelivery } from './Migration20261125000000RelayDelivery.js';
+import { Migration20261126000000KeySiteAttempts } from './Migration20261126000000KeySiteAttempts.js';
+import { Migration20261126000100FeedbackCounter } from './Migration20261126000100FeedbackCounter.js';
 import { Migration20261126100000BundlePurchases } from './Migration20261126100000BundlePurchases.js';
 import { Migration20261126110000SessionFlash } from './Migration20261126110000SessionFlash.js';
 import { Migration20261126120000SenderNameBound } from './Migration20261126120000SenderNameBound.js';
@@ -25,6 +27,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123010000FieldClients', class: Migration20261123010000FieldClients },
   { name: 'Migration20261124000000Accounts', class: Migration20261124000000Accounts },
   { name: 'Migration20261125000000RelayDelivery', class: Migration20261125000000RelayDelivery },
+  { name: 'Migration20261126000000KeySiteAttempts', class: Migration20261126000000KeySiteAttempts },
+  { name: 'Migration20261126000100FeedbackCounter', class: Migration20261126000100FeedbackCounter },
   { name: 'Migration20261126100000BundlePurchases', class: Migration20261126100000BundlePurchases },
   { name: 'Migration20261126110000SessionFlash', class: Migration20261126110000SessionFlash },
   { name: 'Migration20261126120000SenderNameBound', class: Migration20261126120000SenderNameBound },
