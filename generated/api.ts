@@ -16,8 +16,7 @@ export interface paths {
          *     available from `GET /check`.
          *
          *     - **Access:** public, no key needed. A key that is sent must be valid.
-         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on
-         *       the key's daily check quota.
+         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on the key's daily check quota.
          *     - **Caching:** cache results for at least 15 minutes.
          */
         get: operations["checkIpPublic"];
@@ -43,8 +42,7 @@ export interface paths {
          *     threat category and the countries with the most reported addresses.
          *
          *     - **Access:** public, no key needed. A key that is sent must be valid.
-         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on
-         *       the key's daily check quota.
+         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on the key's daily check quota.
          *     - **Caching:** the figures change continuously; cache them for at least
          *       15 minutes.
          */
@@ -80,8 +78,7 @@ export interface paths {
          *     then by number of reports; at most `limit` are returned.
          *
          *     - **Access:** public, no key needed. A key that is sent must be valid.
-         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on
-         *       the key's daily check quota.
+         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on the key's daily check quota.
          *     - **Caching:** cache results for at least 15 minutes.
          */
         get: operations["searchIpsPublic"];
@@ -135,8 +132,7 @@ export interface paths {
          *     24 hours.
          *
          *     - **Access:** public, no key needed. A key that is sent must be valid.
-         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on
-         *       the key's daily check quota.
+         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on the key's daily check quota.
          *     - **Caching:** the dataset is built on the server at most every 30 minutes;
          *       calls within that window get the cached dataset, so polling more often is
          *       not useful.
@@ -163,10 +159,7 @@ export interface paths {
          *     active API keys.
          *
          *     - **Access:** public, no key needed. A key that is sent must be valid.
-         *     - **Quota:** charges no counter, but without a key it is rate-limited per
-         *       source address like the other public operations: while the per-IP public
-         *       limit of the calling address is used up, it answers 429. With a key it
-         *       follows the key's quota, which it does not charge, and is never refused.
+         *     - **Quota:** none, but without a key it is rate-limited per source address like the other public operations: while the per-IP public limit of the calling address is used up, it answers 429. With a key it is never refused.
          *     - **Caching:** cache the counters for at least 15 minutes.
          *
          *     An earlier variant of this operation returned per-account statistics for a
@@ -331,8 +324,7 @@ export interface paths {
          *     ReportedIP clients send it.
          *
          *     - **Access:** any valid key (every role).
-         *     - **Quota:** +1 on the daily report quota, never on the check quota. Refused
-         *       requests are not charged.
+         *     - **Quota:** +N on the daily report quota, one per report stored, charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
          */
         post: operations["reportIp"];
         delete?: never;
@@ -398,8 +390,7 @@ export interface paths {
          *     carries an `ETag`; send it back in `If-None-Match` to get `304 Not Modified`,
          *     without a body, while the list is unchanged.
          *
-         *     - **Access:** Contributor and up (`contributor`, `professional`, `business`,
-         *       `enterprise`, `honeypot`); Free keys get 403.
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** poll at most every 15 minutes, always with `If-None-Match`.
          */
@@ -425,8 +416,7 @@ export interface paths {
          *     time. Submissions aggregated into a report appear once, with their number in
          *     `aggregationCount`. A page beyond the last one has an empty `reports` array.
          *
-         *     - **Access:** Professional and up (`professional`, `business`, `enterprise`,
-         *       `honeypot`); Free and Contributor keys get 403.
+         *     - **Access:** keys of the roles `professional`, `business`, `enterprise` and `honeypot`; Free and Contributor keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** cache pages for at least 15 minutes.
          */
@@ -457,8 +447,7 @@ export interface paths {
          *     that is not in it is refused with 422 `unknown_category`, as the blacklist's
          *     `category` filter is.
          *
-         *     - **Access:** Professional and up (`professional`, `business`, `enterprise`,
-         *       `honeypot`); Free and Contributor keys get 403.
+         *     - **Access:** keys of the roles `professional`, `business`, `enterprise` and `honeypot`; Free and Contributor keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** cache for 15 minutes (`24h`) or an hour (`7d`, `30d`).
          */
@@ -487,11 +476,8 @@ export interface paths {
          *     `data.invalid`. An address listed more than once is checked once. Results keep
          *     the order of the request.
          *
-         *     - **Access:** Professional and up (`professional`, `business`, `enterprise`,
-         *       `honeypot`); Free and Contributor keys get 403.
-         *     - **Quota:** +N on the daily check quota, N being the number of distinct valid
-         *       addresses (`data.checked`). When N exceeds what is left of the quota, the
-         *       request is refused with 429 and nothing is charged.
+         *     - **Access:** keys of the roles `professional`, `business`, `enterprise` and `honeypot`; Free and Contributor keys get 403.
+         *     - **Quota:** +N on the daily check quota, one per distinct valid address (`data.checked`), charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
          *     - **Caching:** cache results for at least 15 minutes.
          */
         post: operations["bulkCheckIps"];
@@ -525,11 +511,8 @@ export interface paths {
          *     At most 10,000 lines and 2 MiB (2,097,152 bytes) of CSV; larger requests are
          *     refused with 413.
          *
-         *     - **Access:** Enterprise and Honeypot keys; other roles get 403.
-         *     - **Quota:** +N on the daily report quota, N being the number of submitted
-         *       lines (header and empty lines excluded, refused lines included); never the
-         *       check quota. When N exceeds what is left of the quota, the request is
-         *       refused with 429 and nothing is charged.
+         *     - **Access:** keys of the roles `enterprise` and `honeypot`; Free, Contributor, Professional and Business keys get 403.
+         *     - **Quota:** +N on the daily report quota, one per submitted line (a header or an empty line is none; a refused line is one), charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
          */
         post: operations["bulkReportIps"];
         delete?: never;
@@ -551,8 +534,7 @@ export interface paths {
          *     allowance of the current monthly period (calendar month, UTC) and the prepaid
          *     bundle balances. No envelope.
          *
-         *     - **Access:** Professional, Business and Enterprise keys; others get 403
-         *       `tier_forbidden`.
+         *     - **Access:** keys of the roles `professional`, `business` and `enterprise`; Free, Contributor and Honeypot keys get 403 `tier_forbidden`.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** the figures change with every send; read them when needed
          *       rather than polling. Each send also returns its channel's block in
@@ -591,10 +573,8 @@ export interface paths {
          *     accepted; when a field and its earlier name are both sent, the current field
          *     is used unless it is empty.
          *
-         *     - **Access:** Professional, Business and Enterprise keys; others get 403
-         *       `tier_forbidden`.
-         *     - **Quota:** the monthly relay mail quota, then the mail bundle balance; no
-         *       daily counter. Refused requests are not charged.
+         *     - **Access:** keys of the roles `professional`, `business` and `enterprise`; Free, Contributor and Honeypot keys get 403 `tier_forbidden`.
+         *     - **Quota:** the monthly relay mail quota, then the mail bundle balance; no daily counter. Refused requests are not charged.
          */
         post: operations["sendRelayMail"];
         delete?: never;
@@ -639,10 +619,8 @@ export interface paths {
          *     field and its earlier name are both sent, the current field is used unless it
          *     is empty.
          *
-         *     - **Access:** Professional, Business and Enterprise keys; others get 403
-         *       `tier_forbidden`.
-         *     - **Quota:** the monthly relay SMS quota, then the SMS bundle balance; no
-         *       daily counter. Refused requests are not charged.
+         *     - **Access:** keys of the roles `professional`, `business` and `enterprise`; Free, Contributor and Honeypot keys get 403 `tier_forbidden`.
+         *     - **Quota:** the monthly relay SMS quota, then the SMS bundle balance; no daily counter. Refused requests are not charged.
          */
         post: operations["sendRelaySms"];
         delete?: never;
@@ -670,9 +648,8 @@ export interface paths {
          *     return the same text as `GET /blacklist`. `ETag` and `If-None-Match` work as
          *     for `GET /blacklist`.
          *
-         *     - **Access:** Contributor and up (it exports the blacklist); Free keys get
-         *       403.
-         *     - **Quota:** none since version 2.5.1 (it used to count as a check).
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** poll at most every 15 minutes, always with `If-None-Match`.
          */
         get: operations["getBlacklistDetailed"];
@@ -702,9 +679,8 @@ export interface paths {
          *     `meta.format` of the JSON form is `combined`. `ETag` and `If-None-Match` work
          *     as for `GET /blacklist`.
          *
-         *     - **Access:** Contributor and up (it exports the blacklist); Free keys get
-         *       403.
-         *     - **Quota:** none.
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** poll at most every 15 minutes, always with `If-None-Match`.
          */
         get: operations["getBlacklistCombined"];
@@ -735,9 +711,8 @@ export interface paths {
          *     ignored). The other parameters, `ETag` and `If-None-Match` work as for
          *     `GET /blacklist`.
          *
-         *     - **Access:** Contributor and up (it exports the blacklist); Free keys get
-         *       403.
-         *     - **Quota:** none.
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** poll at most every 15 minutes, always with `If-None-Match`.
          */
         get: operations["exportBlacklistGit"];
@@ -769,17 +744,8 @@ export interface paths {
          *
          *     The body may be JSON or a form, as the Hive plugin sends it.
          *
-         *     - **Access:** Contributor and up (not Free, not Honeypot): 403 otherwise.
-         *     - **Quota:** +1 on a daily feedback counter of its own, not on the report
-         *       quota: an account may give as much new feedback a day as it may make
-         *       reports (Contributor 200, Professional 1,000, Business 5,000 per licence,
-         *       Enterprise unlimited), and the rate-limit headers describe that counter.
-         *       Feedback the account already gave for the address (a retry) is answered
-         *       200 with `duplicate: true` and costs nothing. Refused requests are not
-         *       charged. Why apart: a site unblocks an address by hand, rarely, and the
-         *       Hive plugin treats any answer but 200 (and 403) as a failed attempt it
-         *       retries a few times and then drops, so feedback must not be refused
-         *       because the same site's automated reports used up the day's quota.
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business` and `enterprise`; Free and Honeypot keys get 403.
+         *     - **Quota:** +N on the daily feedback quota, one per address given feedback for the first time today (a repeat is free), charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
          */
         post: operations["submitWhitelistFeedback"];
         delete?: never;
@@ -800,7 +766,7 @@ export interface paths {
          * @description Returns what `POST /notification-config` stored for a site with this key.
          *
          *     - **Access:** any valid key (every role).
-         *     - **Quota:** none.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
          */
         get: operations["getNotificationConfig"];
         put?: never;
@@ -813,7 +779,7 @@ export interface paths {
          *     notifications of its own from it.
          *
          *     - **Access:** any valid key (every role).
-         *     - **Quota:** none.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
          */
         post: operations["saveNotificationConfig"];
         delete?: never;
@@ -842,7 +808,7 @@ export interface paths {
          *     unchanged. A rule set the operator has not published answers 404.
          *
          *     - **Access:** any valid key (every role).
-         *     - **Quota:** none.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
          */
         get: operations["getRuleset"];
         put?: never;

@@ -10,7 +10,43 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { accessRules, type OperationId } from '../src/http/access.js';
+import type { ApiDocument } from '../src/openapi.js';
 import { operationSamples } from './code-samples.js';
+import { accessBullets, relayTiersTable, rolesTable, type ChargeNotes } from './reference-text.js';
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+/**
+ * Writes into the bundled document what the code's tables say: each operation's access and
+ * cost at its `{{access}}` (from `x-access`/`x-charge`, checked as the server reads them), the
+ * role table at `{{roles}}` and the relay tiers at `{{relay-tiers}}`. A placeholder left over,
+ * or an operation without `{{access}}`, fails the generation.
+ */
+function writeFromTables(bundled: YAML.Document): void {
+  const document = bundled.toJS() as ApiDocument;
+  const rules = accessRules(document);
+  const fill = (text: string, placeholder: string, value: string) => text.split('\n').map((line) => (line.trim() === placeholder ? value : line)).join('\n');
+  for (const [route, item] of Object.entries(document.paths ?? {})) {
+    for (const method of METHODS) {
+      const operation = (item as Record<string, { operationId?: string; description?: string; 'x-charge'?: ChargeNotes } | undefined>)[method];
+      if (!operation?.operationId) continue;
+      const description = operation.description ?? '';
+      if (!description.split('\n').some((line) => line.trim() === '{{access}}')) {
+        throw new Error(`${operation.operationId}: its description has no {{access}} line for its access and cost`);
+      }
+      const bullets = accessBullets(rules[operation.operationId as OperationId], operation['x-charge'] ?? {});
+      bundled.setIn(['paths', route, method, 'description'], fill(description, '{{access}}', bullets));
+    }
+  }
+  bundled.setIn(['info', 'description'], fill(String(bundled.getIn(['info', 'description'])), '{{roles}}', rolesTable()));
+  const tags = (document.tags ?? []) as { name: string; description?: string }[];
+  tags.forEach((tag, i) => {
+    if (tag.description?.includes('{{relay-tiers}}')) bundled.setIn(['tags', i, 'description'], fill(tag.description, '{{relay-tiers}}', relayTiersTable()));
+  });
+  const left = /\{\{[a-z-]+\}\}/.exec(bundled.toString());
+  if (left) throw new Error(`the bundled document still holds ${left[0]}`);
+}
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
@@ -24,6 +60,7 @@ try {
     { cwd: root, env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   const bundled = YAML.parseDocument(readFileSync(bundledYaml, 'utf8'));
+  writeFromTables(bundled);
   const header = '// Generated from openapi/ by `npm run generate`. Do not edit.\n';
   const types = header + astToString(await openapiTS(bundled.toJS() as never, { alphabetize: false }));
   // Code samples for the reference, made from the document (scripts/code-samples.ts).

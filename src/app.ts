@@ -30,7 +30,7 @@ import { notificationHandlers } from './notifications/handlers.js';
 import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
-import type { OperationId } from './keys/roles.js';
+import { accessRules, type OperationId } from './http/access.js';
 import { Meter } from './keys/usage.js';
 import { API_BASE, type ApiArtifacts } from './openapi.js';
 import { blacklistHandlers } from './blacklist/handlers.js';
@@ -131,6 +131,8 @@ export function buildApp(deps: AppDeps): Express {
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
   };
   const formArrayFieldsOf = formArrayFields(api.document);
+  // Who may call each operation and what it costs, as the document states it (x-access, x-charge).
+  const access = accessRules(api.document);
 
   const app = express();
   app.disable('x-powered-by');
@@ -221,10 +223,10 @@ export function buildApp(deps: AppDeps): Express {
       app[method](
         API_BASE + expressPath(path),
         validatedAs(operationId),
-        guard(operationId, keys),
+        guard(operationId, access[operationId], keys),
         faults.middleware(),
-        siteLimit(operationId, sites),
-        metering.middleware(operationId),
+        siteLimit(access[operationId], sites),
+        metering.middleware(access[operationId]),
         handler as unknown as (req: Request, res: Response) => Promise<void>,
       );
     }
@@ -233,7 +235,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`));
   });
-  app.use(errorHandler(logger, metering));
+  app.use(errorHandler(logger, metering, access));
   return app;
 }
 

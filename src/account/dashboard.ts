@@ -2,9 +2,9 @@ import { before, DAY_MS, utcDay, type Clock } from '../clock.js';
 import type { Role } from '../db/entities.js';
 import type { Pool } from '../db/pool.js';
 import type { Caller } from '../keys/keys.js';
-import { dailyLimit, sitesPerDay } from '../keys/roles.js';
+import { dailyLimit, hasFeature, sitesPerDay } from '../keys/roles.js';
 import type { UsageReader } from '../keys/usage.js';
-import { RELAY_TIERS } from '../relay/policy.js';
+import { relayTierOf } from '../relay/policy.js';
 import type { RelayService } from '../relay/service.js';
 import type { AuditRow, AuditTrail } from './audit.js';
 
@@ -29,7 +29,7 @@ export interface KeyRow {
 export const ACTIVE_KEYS_MAX = 20;
 
 /** Business and up see their audit trail (the role table's promise). */
-export const hasAuditTrail = (role: Role) => role === 'business' || role === 'enterprise';
+export const hasAuditTrail = (role: Role) => hasFeature(role, 'audit_trail');
 
 /** The account as the API sees it, for the services that take a caller. */
 export const callerOf = (account: AccountRow): Caller => ({
@@ -80,7 +80,7 @@ export class Dashboard {
   async overview(account: AccountRow) {
     const caller = callerOf(account);
     const since = utcDay(before(this.clock.now(), 30 * DAY_MS));
-    const relayEligible = RELAY_TIERS[account.role] !== undefined;
+    const relayEligible = relayTierOf(account.role) !== undefined;
     const [today, keys, sites, reports, relay, audit] = await Promise.all([
       this.usage.today(caller),
       this.keys(account.id),
@@ -110,7 +110,7 @@ export class Dashboard {
       sites: sites.rows,
       reports: reports.rows,
       relay,
-      bundleEligible: RELAY_TIERS[account.role]?.bundleEligible ?? false,
+      bundleEligible: relayTierOf(account.role)?.bundleEligible ?? false,
       audit,
       hasAudit: hasAuditTrail(account.role),
     };

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
-import { hasFeature, OPERATIONS, type OperationId } from '../keys/roles.js';
+import { hasFeature } from '../keys/roles.js';
+import type { AccessRule, OperationId } from './access.js';
 import { siteHost, type KeySites } from '../keys/sites.js';
 import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
 
@@ -26,12 +27,11 @@ const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
   });
 
 /**
- * Authentication and feature access for one operation, from the table in keys/roles.ts:
+ * Authentication and feature access for one operation, as its `x-access` says (http/access.ts):
  * a key that is sent must be valid (401 otherwise, even on public operations); a key operation
  * without a key is 401; a role without the operation's feature is 403.
  */
-export function guard(operationId: OperationId, keys: KeyAuthenticator) {
-  const rule = OPERATIONS[operationId];
+export function guard(operationId: OperationId, rule: AccessRule, keys: KeyAuthenticator) {
   return async (req: Request, res: Response, next: NextFunction) => {
     res.locals.operationId = operationId;
     const key = presentedKey(req);
@@ -58,8 +58,8 @@ export function guard(operationId: OperationId, keys: KeyAuthenticator) {
  * the key today, and a new site beyond the role's limit is refused with 403
  * `domain_limit_exceeded`. A header that is not an http(s) URL names no site.
  */
-export function siteLimit(operationId: OperationId, sites: KeySites) {
-  const counts = OPERATIONS[operationId].countsSite !== false;
+export function siteLimit(rule: AccessRule, sites: KeySites) {
+  const counts = rule.countsSite;
   return async (req: Request, res: Response, next: NextFunction) => {
     const caller = res.locals.caller;
     const header = req.headers['x-rip-site'];

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { OPERATIONS } from '../keys/roles.js';
+import type { AccessRules, OperationId } from './access.js';
 import { errorBody } from './envelope.js';
 import { ApiError, errorCode, type ErrorLocation, type FieldError } from './errors.js';
 import type { Metering } from './metering.js';
@@ -137,7 +137,7 @@ function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<ty
 const RELAY_PATH = /^\/api\/v2\/relay-(mail|sms|quota)$/;
 
 /** The one place errors become responses: the envelope, or the relay's `{ok, code, message}`. */
-export function errorHandler(logger: Logger, metering: Metering) {
+export function errorHandler(logger: Logger, metering: Metering, rules: AccessRules) {
   // A database outage fails every request at once: one log line per incident, not per request.
   const incident = incidentLogger(logger);
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -150,7 +150,7 @@ export function errorHandler(logger: Logger, metering: Metering) {
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
     const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
-    const relay = operationId !== undefined ? OPERATIONS[operationId as keyof typeof OPERATIONS]?.relay : RELAY_PATH.test(req.path);
+    const relay = operationId !== undefined ? rules[operationId as OperationId]?.relay : RELAY_PATH.test(req.path);
     res.status(mapped.status);
     if (relay) {
       const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message: mapped.message };

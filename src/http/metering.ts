@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
-import { OPERATIONS, type OperationId } from '../keys/roles.js';
 import type { CounterState, Meter, Subject } from '../keys/usage.js';
 import type { Counter } from '../keys/roles.js';
+import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
 import type { Queryable } from '../db/pool.js';
@@ -78,9 +78,8 @@ export class Metering {
     res.locals.refund = () => this.meter.refund(result, units);
   }
 
-  /** Charges or reports the counter of one operation, as the table in keys/roles.ts says. */
-  middleware(operationId: OperationId) {
-    const rule = OPERATIONS[operationId];
+  /** Charges or reports the counter of one operation, as its `x-charge` says (http/access.ts). */
+  middleware(rule: AccessRule) {
     return async (req: Request, res: Response, next: NextFunction) => {
       const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
       if (counter && rule.chargedByHandler) {

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { operations } from '../../generated/api.js';
-import type { OperationId } from '../keys/roles.js';
+import type { OperationId } from './access.js';
 
 type Op<K extends OperationId> = operations[K];
 type Params<K extends OperationId> = Op<K> extends { parameters: infer P } ? P : never;

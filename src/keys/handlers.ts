@@ -44,7 +44,7 @@ export function keyHandlers(usage: UsageReader, sites: KeySites, clock: Clock): 
           canCheck: hasFeature(caller.role, 'check'),
           canReport: hasFeature(caller.role, 'report'),
           canBulkCheck: hasFeature(caller.role, 'bulk_check'),
-          hasWhiteLabel: caller.role === 'business' || caller.role === 'enterprise',
+          hasWhiteLabel: hasFeature(caller.role, 'white_label'),
         },
       };
       sendData(res, data);

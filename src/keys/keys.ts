@@ -2,7 +2,8 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
-import { AccountEntity, ApiKeyEntity, type Role } from '../db/entities.js';
+import { AccountEntity, ApiKeyEntity, ROLES, type Role } from '../db/entities.js';
+import { LICENCES, ROLE_POLICIES } from './roles.js';
 import { AUDIT_INSERT, auditValues, type Actor } from '../account/audit.js';
 
 /**
@@ -58,14 +59,18 @@ export class KeyError extends Error {}
 
 /** Business accounts hold 2 to 20 licences; every other role exactly one. */
 export function checkLicences(role: Role, licences: number | undefined): number {
-  if (role !== 'business') {
-    if (licences !== undefined && licences !== 1) throw new KeyError('--licences applies to the business role only');
+  if (!ROLE_POLICIES[role].licensed) {
+    if (licences !== undefined && licences !== 1) throw new KeyError(`--licences applies to a licensed role (${licensedRoles()}) only`);
     return 1;
   }
-  const count = licences ?? 2;
-  if (!Number.isInteger(count) || count < 2 || count > 20) throw new KeyError('business accounts hold 2 to 20 licences');
+  const count = licences ?? LICENCES.min;
+  if (!Number.isInteger(count) || count < LICENCES.min || count > LICENCES.max) {
+    throw new KeyError(`${role} accounts hold ${LICENCES.min} to ${LICENCES.max} licences`);
+  }
   return count;
 }
+
+const licensedRoles = () => ROLES.filter((r) => ROLE_POLICIES[r].licensed).join(', ');
 
 export class KeyService {
   constructor(

@@ -1,84 +1,47 @@
-import type { Role } from '../db/entities.js';
-import type { operations } from '../../generated/api.js';
+import { ROLES, type Role } from '../db/entities.js';
 
 /**
- * The one table of who may do what and what it costs. Authentication, access checks, metering,
- * rate-limit headers and /verify-key all read it; no handler checks a role itself.
+ * The role table: what each role may do and how much, per day and per month. It is the one
+ * statement of it: access checks, metering, /verify-key, the relay and the published reference
+ * (whose role and relay tables `npm run generate` writes from it) all read it. Which feature
+ * an operation needs and which counter it charges is said by the operation itself, in the
+ * OpenAPI document (`x-access`, `x-charge`; read by src/http/access.ts).
  */
-export type OperationId = keyof operations;
 
-export type Feature =
-  | 'check'
-  | 'report'
-  | 'verify'
-  | 'blacklist'
-  | 'bulk_check'
-  | 'trends'
-  | 'reports_detail'
-  | 'bulk_report'
-  | 'relay'
-  | 'feedback';
+export const FEATURES = [
+  'check',
+  'report',
+  'verify',
+  'blacklist',
+  'bulk_check',
+  'trends',
+  'reports_detail',
+  'bulk_report',
+  'relay',
+  'feedback',
+  'audit_trail',
+  'white_label',
+] as const;
+export type Feature = (typeof FEATURES)[number];
 
 /**
- * The daily counters. `public` is the per-source-IP allowance of callers without a key;
- * `feedback` counts positive feedback (POST /whitelist) apart from reports, so that a site that
- * used its reports up can still say it unblocked an address.
+ * The daily counters of a key's account. `feedback` counts positive feedback (POST
+ * /whitelist) apart from reports, so that a site that used its reports up can still say it
+ * unblocked an address.
  */
-export type Counter = 'check' | 'report' | 'feedback' | 'public';
+export const KEY_COUNTERS = ['check', 'report', 'feedback'] as const;
+export type KeyCounter = (typeof KEY_COUNTERS)[number];
+/** With `public`: the per-source-address allowance of callers without a key. */
+export type Counter = KeyCounter | 'public';
 
-export interface OperationRule {
-  /** undefined: public, a key is optional. Otherwise a key whose role has this feature. */
-  feature?: Feature;
-  /** What one call charges, with and without a key; undefined charges nothing. */
-  chargeWithKey?: Exclude<Counter, 'public'>;
-  chargeWithoutKey?: 'public';
-  /** Refused with 429 once the caller's per-IP allowance is used up, though never charged. */
-  gatedByPublicLimit?: boolean;
-  /**
-   * The handler charges, after its own checks, as many units as the request holds (reports,
-   * valid IPs): nothing is charged for a request it refuses with 422.
-   */
-  chargedByHandler?: boolean;
-  /** Relay operations answer without the envelope, with relay error codes. */
-  relay?: boolean;
-  /**
-   * Whether the site a keyed request names (`X-Rip-Site`) is counted and bounded here (the
-   * default for keyed envelope operations). /verify-key never refuses for it, so that a client
-   * can read its `domains`; the relay bounds the `site_url` of its sends itself.
-   */
-  countsSite?: boolean;
+export type Channel = 'mail' | 'sms';
+
+/** The relay of a role: inclusive messages per calendar month, and whether bundles top it up. */
+export interface RelayAllowance {
+  /** `null`: fair-use unlimited, up to the operator's ceiling. */
+  inclusive: Record<Channel, number | null>;
+  bundleEligible: boolean;
 }
-
-const publicCharged: OperationRule = { chargeWithKey: 'check', chargeWithoutKey: 'public' };
-
-export const OPERATIONS: Record<OperationId, OperationRule> = {
-  checkIpPublic: publicCharged,
-  getPublicStats: publicCharged,
-  searchIpsPublic: publicCharged,
-  getAttackMapData: publicCharged,
-  listCategories: { chargeWithoutKey: 'public' },
-  getStatistics: { gatedByPublicLimit: true },
-  listBlacklistCategories: {},
-  getBlacklistStats: {},
-  checkIp: { feature: 'check', chargeWithKey: 'check' },
-  submitWhitelistFeedback: { feature: 'feedback', chargeWithKey: 'feedback', chargedByHandler: true },
-  getNotificationConfig: { feature: 'verify' },
-  saveNotificationConfig: { feature: 'verify' },
-  getRuleset: { feature: 'verify' },
-  reportIp: { feature: 'report', chargeWithKey: 'report', chargedByHandler: true },
-  verifyKey: { feature: 'verify', countsSite: false },
-  getBlacklist: { feature: 'blacklist' },
-  listReports: { feature: 'reports_detail' },
-  getTrends: { feature: 'trends' },
-  bulkCheckIps: { feature: 'bulk_check', chargeWithKey: 'check', chargedByHandler: true },
-  bulkReportIps: { feature: 'bulk_report', chargeWithKey: 'report', chargedByHandler: true },
-  getRelayQuota: { feature: 'relay', relay: true, countsSite: false },
-  sendRelayMail: { feature: 'relay', relay: true, countsSite: false },
-  sendRelaySms: { feature: 'relay', relay: true, countsSite: false },
-  getBlacklistDetailed: { feature: 'blacklist' },
-  getBlacklistCombined: { feature: 'blacklist' },
-  exportBlacklistGit: { feature: 'blacklist' },
-};
 
 export interface RolePolicy {
   features: ReadonlySet<Feature>;
@@ -87,18 +50,45 @@ export interface RolePolicy {
   reportsPerDay: number | null;
   /** Distinct sites (`site_url` host names) one key may be used for per UTC day, per licence; null is unlimited. */
   sitesPerDay: number | null;
+  /** The relay, for the roles that have the `relay` feature. */
+  relay: RelayAllowance | null;
+  /** Whether the daily limits and sites are per licence (2 to 20 licences). */
+  licensed: boolean;
 }
 
 const base: Feature[] = ['check', 'report', 'verify'];
 const contributor: Feature[] = [...base, 'blacklist', 'feedback'];
 const professional: Feature[] = [...contributor, 'bulk_check', 'trends', 'reports_detail', 'relay'];
 
+const business: Feature[] = [...professional, 'audit_trail', 'white_label'];
+
 export const ROLE_POLICIES: Record<Role, RolePolicy> = {
-  free: { features: new Set(base), checksPerDay: 1_000, reportsPerDay: 50, sitesPerDay: 1 },
-  contributor: { features: new Set(contributor), checksPerDay: 5_000, reportsPerDay: 200, sitesPerDay: 3 },
-  professional: { features: new Set(professional), checksPerDay: 25_000, reportsPerDay: 1_000, sitesPerDay: 10 },
-  business: { features: new Set(professional), checksPerDay: 100_000, reportsPerDay: 5_000, sitesPerDay: 25 },
-  enterprise: { features: new Set([...professional, 'bulk_report']), checksPerDay: null, reportsPerDay: null, sitesPerDay: null },
+  free: { features: new Set(base), checksPerDay: 1_000, reportsPerDay: 50, sitesPerDay: 1, relay: null, licensed: false },
+  contributor: { features: new Set(contributor), checksPerDay: 5_000, reportsPerDay: 200, sitesPerDay: 3, relay: null, licensed: false },
+  professional: {
+    features: new Set(professional),
+    checksPerDay: 25_000,
+    reportsPerDay: 1_000,
+    sitesPerDay: 10,
+    relay: { inclusive: { mail: 500, sms: 25 }, bundleEligible: true },
+    licensed: false,
+  },
+  business: {
+    features: new Set(business),
+    checksPerDay: 100_000,
+    reportsPerDay: 5_000,
+    sitesPerDay: 25,
+    relay: { inclusive: { mail: 2_500, sms: 75 }, bundleEligible: true },
+    licensed: true,
+  },
+  enterprise: {
+    features: new Set([...business, 'bulk_report']),
+    checksPerDay: null,
+    reportsPerDay: null,
+    sitesPerDay: null,
+    relay: { inclusive: { mail: null, sms: null }, bundleEligible: false },
+    licensed: false,
+  },
   // Automated reporters: everything an enterprise key reads and reports, but no relay and no
   // positive feedback (a machine never unblocks an address a person looked at).
   honeypot: {
@@ -106,8 +96,13 @@ export const ROLE_POLICIES: Record<Role, RolePolicy> = {
     checksPerDay: null,
     reportsPerDay: null,
     sitesPerDay: null,
+    relay: null,
+    licensed: false,
   },
 };
+
+/** Licences a licensed role (Business) holds: its daily limits and sites are per licence. */
+export const LICENCES = { min: 2, max: 20 } as const;
 
 /** Callers without a key: this many charged calls per source IP (IPv6: per /64) per UTC day. */
 export const PUBLIC_DAILY_LIMIT = 100;
@@ -116,16 +111,16 @@ export const PUBLIC_DAILY_LIMIT = 100;
  * The daily limit of a counter for a role and licence count; -1 means unlimited. Positive
  * feedback may be given as often as the role may report, on its own counter.
  */
-export function dailyLimit(role: Role, licences: number, counter: Exclude<Counter, 'public'>): number {
+export function dailyLimit(role: Role, licences: number, counter: KeyCounter): number {
   const policy = ROLE_POLICIES[role];
   const perLicence = counter === 'check' ? policy.checksPerDay : policy.reportsPerDay;
-  return perLicence === null ? -1 : perLicence * (role === 'business' ? licences : 1);
+  return perLicence === null ? -1 : perLicence * (policy.licensed ? licences : 1);
 }
 
 /** Distinct sites a key may be used for per UTC day; -1 means unlimited. */
 export function sitesPerDay(role: Role, licences: number): number {
-  const perLicence = ROLE_POLICIES[role].sitesPerDay;
-  return perLicence === null ? -1 : perLicence * (role === 'business' ? licences : 1);
+  const policy = ROLE_POLICIES[role];
+  return policy.sitesPerDay === null ? -1 : policy.sitesPerDay * (policy.licensed ? licences : 1);
 }
 
 export function hasFeature(role: Role, feature: Feature): boolean {
@@ -142,4 +137,9 @@ export function permissionsOf(role: Role) {
     reports_detail: hasFeature(role, 'reports_detail'),
     trends: hasFeature(role, 'trends'),
   };
+}
+
+/** The least role that has a feature (in the order of ROLES), for the reference and tests. */
+export function leastRoleWith(feature: Feature): Role | undefined {
+  return ROLES.find((role) => hasFeature(role, feature));
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import { BUNDLES, bundleOf, RELAY_TIERS, type Channel } from './policy.js';
+import type { Role } from '../db/entities.js';
+import { BUNDLES, bundleOf, relayTierOf, type Channel } from './policy.js';
 import { recordAudit, type Actor } from '../account/audit.js';
 
 export class BundleError extends Error {
@@ -147,7 +148,7 @@ export class BundleLedger {
     const { rows } = await db.query<{ role: string }>('select role from accounts where id = $1', [event.accountId]);
     if (!rows[0]) return new BundleError('unknown_account', `no account ${event.accountId}`);
     if (event.kind === 'refund') return undefined;
-    if (!(Object.hasOwn(RELAY_TIERS, rows[0].role) && RELAY_TIERS[rows[0].role as keyof typeof RELAY_TIERS]?.bundleEligible)) {
+    if (!relayTierOf(rows[0].role as Role)?.bundleEligible) {
       return new BundleError('not_bundle_eligible', `account ${event.accountId} (${rows[0].role}) cannot hold bundles`);
     }
     return undefined;

@@ -1,21 +1,18 @@
 import type { Role } from '../db/entities.js';
+import { ROLE_POLICIES, type Channel, type RelayAllowance } from '../keys/roles.js';
 
-export type Channel = 'mail' | 'sms';
+export type { Channel };
 
-/** Monthly inclusive messages per tier; `null`: fair-use unlimited up to the configured ceiling. */
-export interface RelayTier {
-  /** The tier's identifier, the lower-case role name (the ReportedIP plugins read it as their tier id). */
-  id: 'professional' | 'business' | 'enterprise';
-  inclusive: Record<Channel, number | null>;
-  /** Whether the tier tops up with prepaid bundles once its inclusive quota is used. */
-  bundleEligible: boolean;
+/** The relay allowance of an eligible role, named by the role (the ReportedIP plugins read it as their tier id). */
+export interface RelayTier extends RelayAllowance {
+  id: Role;
 }
 
-export const RELAY_TIERS: Partial<Record<Role, RelayTier>> = {
-  professional: { id: 'professional', inclusive: { mail: 500, sms: 25 }, bundleEligible: true },
-  business: { id: 'business', inclusive: { mail: 2_500, sms: 75 }, bundleEligible: true },
-  enterprise: { id: 'enterprise', inclusive: { mail: null, sms: null }, bundleEligible: false },
-};
+/** The relay tier of a role, from the role table; undefined where the role has no relay. */
+export function relayTierOf(role: Role): RelayTier | undefined {
+  const relay = ROLE_POLICIES[role]?.relay;
+  return relay ? { id: role, ...relay } : undefined;
+}
 
 export interface Bundle {
   channel: Channel;

@@ -21,7 +21,7 @@ import {
   singleLine,
   siteOf,
 } from './message-rules.js';
-import { RELAY_TIERS, type Channel, type RelayTier } from './policy.js';
+import { relayTierOf, type Channel, type RelayTier } from './policy.js';
 import type { RelayQueue } from './queue.js';
 import type { MailPayload, SmsPayload } from './worker.js';
 import { brandMail, smsPrefix } from './white-label.js';
@@ -49,6 +49,7 @@ export interface RelayLimits {
 
 /** The relay quota block of the contract. */
 export type QuotaBlock = components['schemas']['RelayQuotaBlock'];
+type QuotaAnswer = components['schemas']['RelayQuota'];
 
 export interface MailInput {
   recipient?: string;
@@ -128,7 +129,7 @@ export class RelayService {
   ) {}
 
   private tier(caller: Caller): RelayTier {
-    const tier = RELAY_TIERS[caller.role];
+    const tier = relayTierOf(caller.role);
     if (!tier) throw relayError(403, 'tier_forbidden', `The ${caller.role} tier is not eligible for the relay.`);
     return tier;
   }
@@ -184,7 +185,8 @@ export class RelayService {
   async quota(caller: Caller) {
     const tier = this.tier(caller);
     const [mail, sms] = await Promise.all([this.block(this.pool, caller, 'mail'), this.block(this.pool, caller, 'sms')]);
-    return { tier: tier.id, role: caller.role, mail, sms, mail_bundle_balance: mail.bundle_balance, sms_bundle_balance: sms.bundle_balance };
+    // The contract names the relay tiers; the role table decides which roles have one.
+    return { tier: tier.id as QuotaAnswer['tier'], role: caller.role, mail, sms, mail_bundle_balance: mail.bundle_balance, sms_bundle_balance: sms.bundle_balance };
   }
 
   /** POST /relay-mail. */

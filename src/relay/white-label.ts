@@ -1,4 +1,5 @@
 import type { Role } from '../db/entities.js';
+import { hasFeature } from '../keys/roles.js';
 import type { MailPayload } from './worker.js';
 
 /**
@@ -10,7 +11,7 @@ import type { MailPayload } from './worker.js';
  * when one is configured. The address a mail comes from is always the relay's own.
  */
 export function isWhiteLabel(role: Role): boolean {
-  return role === 'business' || role === 'enterprise';
+  return hasFeature(role, 'white_label');
 }
 
 const escapeHtml = (text: string) =>

@@ -11,11 +11,13 @@ import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
 import { connectDatabase } from '../../src/db/connect.js';
-import { ROLES } from '../../src/db/entities.js';
+import { ROLES, type Role } from '../../src/db/entities.js';
+import { accessRules } from '../../src/http/access.js';
+import { hasFeature, leastRoleWith } from '../../src/keys/roles.js';
 import { KeyService } from '../../src/keys/keys.js';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { systemClock } from '../../src/clock.js';
-import { projectRoot } from '../../src/openapi.js';
+import { loadApiArtifacts, projectRoot } from '../../src/openapi.js';
 import { generateSigningKey } from '../../src/rules/rulesets.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 
@@ -195,7 +197,7 @@ async function main(): Promise<number> {
     const dredd = spawn(
       path.join(projectRoot, 'node_modules', '.bin', 'dredd'),
       ['generated/openapi.yaml', origin, '--hookfiles', 'test/contract/hooks.cjs', '--loglevel', 'error'],
-      { cwd: projectRoot, env: { ...process.env, TRS_KEYS: JSON.stringify(keys) }, stdio: ['ignore', 'pipe', 'inherit'] },
+      { cwd: projectRoot, env: { ...process.env, TRS_KEYS: JSON.stringify(keys), TRS_ACCESS: JSON.stringify(accessForHooks()) }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let output = '';
     dredd.stdout!.on('data', (chunk: Buffer) => {
@@ -220,3 +222,16 @@ main().then(
     process.exit(1);
   },
 );
+
+/**
+ * For the hooks: each key operation's least role and a role without its feature, from the
+ * operations' `x-access` and the role table, as the server reads them.
+ */
+function accessForHooks(): Record<string, { leastRole?: Role; roleWithout?: Role }> {
+  const rules = accessRules(loadApiArtifacts().document);
+  return Object.fromEntries(
+    Object.entries(rules)
+      .filter(([, rule]) => rule.feature !== undefined)
+      .map(([id, rule]) => [id, { leastRole: leastRoleWith(rule.feature!), roleWithout: ROLES.findLast((role) => !hasFeature(role, rule.feature!)) }]),
+  );
+}

@@ -52,7 +52,7 @@ describe('the CLI', () => {
     expect(badRole.err).toMatch(/admin/);
     const licences = await trs('keys', 'create', '--role', 'free', '--licences', '2');
     expect(licences.code).toBe(1);
-    expect(licences.err).toMatch(/business role only/);
+    expect(licences.err).toMatch(/licensed role \(business\) only/);
     const account = await trs('bundles', 'credit', '--account', '999999', '--bundle', 'svc_sms_bundle_50');
     expect(account.code).toBe(1);
     expect(account.err).toMatch(/no account 999999/);

@@ -1,0 +1,107 @@
+import type { operations } from '../../generated/api.js';
+import { FEATURES, KEY_COUNTERS, type Feature, type KeyCounter } from '../keys/roles.js';
+import type { ApiDocument } from '../openapi.js';
+
+export type OperationId = keyof operations;
+
+/**
+ * Who may call an operation and what a call costs, as the operation states it in the OpenAPI
+ * document:
+ *
+ * ```yaml
+ * x-access:
+ *   feature: bulk_check   # a key whose role has this feature; without it the operation is public
+ *   answers: relay        # relay operations answer {ok, code, message}; the others the envelope
+ *   countsSite: false     # whether a keyed call's X-Rip-Site is counted and bounded here (default: yes, but for the relay)
+ * x-charge:
+ *   withKey: check        # the account's daily counter a keyed call charges
+ *   withoutKey: public    # the per-source-address allowance a call without a key charges
+ *   units: handler        # the handler charges as many units as the request holds, after its own checks
+ *   gatedByPublicLimit: true   # never charged, but refused once the caller's public allowance is used up
+ *   per: distinct valid address   # with units: handler, what one unit is (for the reference)
+ *   monthly: mail         # a relay send: metered on the channel's monthly quota, then its bundles
+ * ```
+ *
+ * This module reads them once, at start, and is what authentication, metering, the error
+ * handler and the contract test's hooks consult; the role table (src/keys/roles.ts) says which
+ * role has which feature and how much of each counter.
+ */
+export interface AccessRule {
+  /** undefined: public, a key is optional. Otherwise a key whose role has this feature. */
+  feature?: Feature;
+  /** Relay operations answer without the envelope, with relay error codes. */
+  relay: boolean;
+  /** Whether the site a keyed request names (`X-Rip-Site`) is counted and bounded (not by the relay, which bounds `site_url`). */
+  countsSite: boolean;
+  /** What one call charges, with and without a key; undefined charges nothing. */
+  chargeWithKey?: KeyCounter;
+  chargeWithoutKey?: 'public';
+  /** The handler charges, after its own checks, as many units as the request holds. */
+  chargedByHandler: boolean;
+  /** Refused with 429 once the caller's per-address allowance is used up, though never charged. */
+  gatedByPublicLimit: boolean;
+}
+
+export type AccessRules = Readonly<Record<OperationId, AccessRule>>;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
+const ACCESS_FIELDS = new Set(['feature', 'answers', 'countsSite']);
+/** `per` (what one unit is) and `monthly` (the relay channel a send is metered on) are read by the reference only. */
+const CHARGE_FIELDS = new Set(['withKey', 'withoutKey', 'units', 'gatedByPublicLimit', 'per', 'monthly']);
+
+/** The access rules of every operation of the document; throws naming every malformed one. */
+export function accessRules(document: ApiDocument): AccessRules {
+  const rules: Partial<Record<OperationId, AccessRule>> = {};
+  const problems: string[] = [];
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const method of METHODS) {
+      const operation = (item as Record<string, Record<string, unknown> | undefined>)[method];
+      const id = operation?.operationId as OperationId | undefined;
+      if (!operation || !id) continue;
+      const rule = readRule(id, operation['x-access'], operation['x-charge'], problems);
+      if (rule) rules[id] = rule;
+    }
+  }
+  if (problems.length) throw new Error(`The OpenAPI document's access rules are malformed:\n  ${problems.join('\n  ')}`);
+  return rules as AccessRules;
+}
+
+function readRule(id: string, access: unknown, charge: unknown, problems: string[]): AccessRule | undefined {
+  const start = problems.length;
+  const object = (value: unknown, name: string, fields: Set<string>): Record<string, unknown> => {
+    if (value === undefined && name === 'x-charge') return {};
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      problems.push(`${id}: ${name} must be an object`);
+      return {};
+    }
+    for (const key of Object.keys(value)) if (!fields.has(key)) problems.push(`${id}: ${name}.${key} is not a known field`);
+    return value as Record<string, unknown>;
+  };
+  const a = object(access, 'x-access', ACCESS_FIELDS);
+  const c = object(charge, 'x-charge', CHARGE_FIELDS);
+  const oneOf = <T extends string>(value: unknown, name: string, allowed: readonly T[]): T | undefined => {
+    if (value === undefined) return undefined;
+    if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+    problems.push(`${id}: ${name} must be one of ${allowed.join(', ')}`);
+    return undefined;
+  };
+  const flag = (value: unknown, name: string): boolean | undefined => {
+    if (value === undefined || typeof value === 'boolean') return value;
+    problems.push(`${id}: ${name} must be true or false`);
+    return undefined;
+  };
+  const feature = oneOf(a.feature, 'x-access.feature', FEATURES);
+  const relay = oneOf(a.answers, 'x-access.answers', ['envelope', 'relay'] as const) === 'relay';
+  const rule: AccessRule = {
+    feature,
+    relay,
+    countsSite: flag(a.countsSite, 'x-access.countsSite') ?? !relay,
+    chargeWithKey: oneOf(c.withKey, 'x-charge.withKey', KEY_COUNTERS),
+    chargeWithoutKey: oneOf(c.withoutKey, 'x-charge.withoutKey', ['public'] as const),
+    chargedByHandler: oneOf(c.units, 'x-charge.units', ['call', 'handler'] as const) === 'handler',
+    gatedByPublicLimit: flag(c.gatedByPublicLimit, 'x-charge.gatedByPublicLimit') ?? false,
+  };
+  if (rule.feature && rule.chargeWithoutKey) problems.push(`${id}: a keyed operation charges no public allowance`);
+  if (rule.chargedByHandler && !rule.chargeWithKey && !rule.chargeWithoutKey) problems.push(`${id}: x-charge.units without a counter`);
+  return problems.length === start ? rule : undefined;
+}

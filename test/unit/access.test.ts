@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { accessRules } from '../../src/http/access.js';
+import { hasFeature } from '../../src/keys/roles.js';
+import { loadApiArtifacts, type ApiDocument } from '../../src/openapi.js';
+
+const { document } = loadApiArtifacts();
+const withOperation = (operation: Record<string, unknown>) =>
+  ({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths: { '/x': { get: { operationId: 'checkIp', ...operation } } } }) as unknown as ApiDocument;
+
+describe('access rules from the document', () => {
+  it('gives every operation of the contract a rule', () => {
+    const rules = accessRules(document);
+    const ids = Object.values(document.paths ?? {}).flatMap((item) =>
+      Object.values(item as Record<string, { operationId?: string }>).flatMap((op) => (op?.operationId ? [op.operationId] : [])),
+    );
+    expect(Object.keys(rules).sort()).toEqual([...ids].sort());
+  });
+
+  it('reads features, counters and answers as the server acts on them', () => {
+    const rules = accessRules(document);
+    expect(rules.checkIpPublic).toMatchObject({ feature: undefined, chargeWithKey: 'check', chargeWithoutKey: 'public', countsSite: true });
+    expect(rules.bulkCheckIps).toMatchObject({ feature: 'bulk_check', chargeWithKey: 'check', chargedByHandler: true });
+    expect(rules.sendRelaySms).toMatchObject({ feature: 'relay', relay: true, countsSite: false });
+    expect(rules.verifyKey).toMatchObject({ feature: 'verify', countsSite: false });
+    expect(rules.getStatistics).toMatchObject({ gatedByPublicLimit: true, chargeWithKey: undefined });
+    // Honeypot keys report in bulk but have no relay; Business has the audit trail.
+    expect(hasFeature('honeypot', rules.bulkReportIps.feature!)).toBe(true);
+    expect(hasFeature('honeypot', rules.sendRelayMail.feature!)).toBe(false);
+  });
+
+  it('refuses a malformed or missing rule, naming the operation', () => {
+    expect(() => accessRules(withOperation({}))).toThrow(/checkIp: x-access must be an object/);
+    expect(() => accessRules(withOperation({ 'x-access': { feature: 'admin' } }))).toThrow(/checkIp: x-access.feature must be one of/);
+    expect(() => accessRules(withOperation({ 'x-access': { role: 'free' } }))).toThrow(/x-access.role is not a known field/);
+    expect(() => accessRules(withOperation({ 'x-access': { feature: 'check' }, 'x-charge': { withKey: 'checks' } }))).toThrow(/x-charge.withKey must be one of check, report, feedback/);
+    expect(() => accessRules(withOperation({ 'x-access': { feature: 'check' }, 'x-charge': { withoutKey: 'public' } }))).toThrow(/a keyed operation charges no public allowance/);
+    expect(() => accessRules(withOperation({ 'x-access': {}, 'x-charge': { units: 'handler' } }))).toThrow(/x-charge.units without a counter/);
+  });
+});
