@@ -648,6 +648,9 @@ export interface paths {
          *     return the same text as `GET /blacklist`. `ETag` and `If-None-Match` work as
          *     for `GET /blacklist`.
          *
+         *     It exports the blacklist, so it needs the blacklist feature, as `GET /blacklist`
+         *     does; otherwise a Free key could read the list through it.
+         *
          *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
          *     - **Caching:** poll at most every 15 minutes, always with `If-None-Match`.
@@ -678,6 +681,9 @@ export interface paths {
          *     as `GET /blacklist`, with the same parameters and the same shapes;
          *     `meta.format` of the JSON form is `combined`. `ETag` and `If-None-Match` work
          *     as for `GET /blacklist`.
+         *
+         *     It exports the blacklist, so it needs the blacklist feature, as `GET /blacklist`
+         *     does; otherwise a Free key could read the list through it.
          *
          *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
@@ -710,6 +716,9 @@ export interface paths {
          *     whatever `format` says (the parameter is accepted for compatibility and
          *     ignored). The other parameters, `ETag` and `If-None-Match` work as for
          *     `GET /blacklist`.
+         *
+         *     It exports the blacklist, so it needs the blacklist feature, as `GET /blacklist`
+         *     does; otherwise a Free key could read the list through it.
          *
          *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
