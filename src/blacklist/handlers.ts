@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { sendData } from '../http/envelope.js';
+import { ifNoneMatchHas } from '../http/etag.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { BlacklistService, ListParams, ListVariant } from './service.js';
 import type { BlacklistSnapshots } from './snapshots.js';
@@ -11,7 +12,7 @@ const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;
 const SUNSET = new Date(Date.UTC(2027, 11, 31, 23, 59, 59)).toUTCString();
 
 async function send(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
-  const result = await list.list(params, variant, ifNoneMatch);
+  const result = await list.list(params, variant, (etag) => ifNoneMatchHas(ifNoneMatch, etag));
   res.setHeader('ETag', result.etag);
   res.setHeader('Cache-Control', 'private, no-cache');
   if (variant !== 'standard') {

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
-import { unprocessable, within } from '../http/errors.js';
-import { ifNoneMatchHas } from '../http/etag.js';
+import { unprocessable, within } from '../errors.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
 import type { BlacklistSnapshots, SnapshotHead } from './snapshots.js';
 
@@ -105,16 +104,17 @@ export class BlacklistService {
   }
 
   /**
-   * The list for a request: 304 when `If-None-Match` names the current tag (the list is not
-   * read), else the entries streamed in the requested format. The tag depends on the snapshot's
+   * The list for a request: not modified when the caller holds the current tag (`holds`: the
+   * request's If-None-Match names it; the list is not read), else the entries streamed in the
+   * requested format. The tag depends on the snapshot's
    * content and on every parameter that shapes the body, so it is the same on every process.
    */
-  async list(params: ListParams, variant: ListVariant, ifNoneMatch: string | undefined): Promise<ListResponse> {
+  async list(params: ListParams, variant: ListVariant, holds: (etag: string) => boolean): Promise<ListResponse> {
     const query = await this.resolve(params, variant);
     const head = (await this.snapshots.head()) ?? EMPTY_HEAD;
     const shape = [head.contentHash, query.variant, query.format, query.confidence, query.categories?.join('|') ?? '', query.limit];
     const etag = `"bl-${createHash('sha256').update(shape.join('/')).digest('hex').slice(0, 16)}"`;
-    if (ifNoneMatchHas(ifNoneMatch, etag)) return { status: 304, etag };
+    if (holds(etag)) return { status: 304, etag };
     const contentType = CONTENT_TYPES[query.format];
     const cached = head.id ? this.rendered.get(etag) : undefined;
     if (cached !== undefined) return { status: 200, etag, contentType, body: (async function* () { yield cached; })() };

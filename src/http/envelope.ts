@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import type { FieldError } from './errors.js';
+import type { FieldError } from '../errors.js';
 
 export interface Meta {
   success: boolean;

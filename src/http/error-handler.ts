@@ -2,7 +2,8 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { AccessRules, OperationId } from './access.js';
 import { errorBody } from './envelope.js';
-import { ApiError, errorCode, type ErrorLocation, type FieldError } from './errors.js';
+import { DomainError, type ErrorKind, type ErrorLocation, type FieldError } from '../errors.js';
+import { ApiError, errorCode, MESSAGES } from './errors.js';
 import type { Metering } from './metering.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { incidentLogger } from '../logging.js';
@@ -70,7 +71,29 @@ interface Mapped {
   code?: string;
 }
 
+/** The status of each kind of domain error: the one place the domain meets HTTP. */
+const STATUS_OF: Record<ErrorKind, number> = {
+  invalid_input: 400,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  too_large: 413,
+  unprocessable: 422,
+  rate_limited: 429,
+  unavailable: 503,
+};
+
+function fromDomain(err: DomainError): Mapped {
+  const { code, fields, retryAfter } = err.details;
+  const status = STATUS_OF[err.kind];
+  const headers = retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) };
+  // A quota's 429 carries the specification's text and `data.retryAfter`; a throttle says its own.
+  if (status === 429 && code === undefined) return { status, message: MESSAGES[429], data: { retryAfter }, headers };
+  return { status, message: err.message, code, errors: fields, headers };
+}
+
 function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<typeof incidentLogger>): Mapped {
+  if (err instanceof DomainError) return fromDomain(err);
   if (err instanceof ApiError) {
     return { status: err.status, message: err.message, ...err.options };
   }

@@ -1,15 +1,10 @@
-/** Where a bad input was found, as `meta.errors[].location` names it. */
-export type ErrorLocation = 'path' | 'query' | 'header' | 'body';
-
-export interface FieldError {
-  location: ErrorLocation;
-  name: string;
-  message: string;
-}
+import type { FieldError } from '../errors.js';
 
 /**
- * An error meant for the caller. The central error handler turns it into the envelope (or the
- * relay error body); anything else that is thrown becomes a 500 with no detail.
+ * An error of the HTTP edge meant for the caller (authentication, paths, the validator's): the
+ * central error handler turns it into the envelope (or the relay error body). The domain throws
+ * DomainError (src/errors.ts) instead, which the handler maps by its kind; anything else that is
+ * thrown becomes a 500 with no detail.
  */
 export class ApiError extends Error {
   constructor(
@@ -60,19 +55,3 @@ export const rateLimited = (retryAfter: number) =>
     data: { retryAfter },
     headers: { 'Retry-After': String(retryAfter) },
   });
-export const unprocessable = (message: string, errors?: FieldError[], code?: string) =>
-  new ApiError(422, message, { errors, code });
-
-/**
- * Defence in depth: a service checks the bounds the document states for what it is given,
- * so that no route around the validator can hand it more (400, as the validator would say).
- */
-export function within(location: ErrorLocation, name: string, value: number, min: number, max: number): number {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    const message = `must be an integer from ${min} to ${max}`;
-    throw new ApiError(400, `Invalid request: ${location === 'body' ? 'body field' : `${location} parameter`} '${name}' ${message}.`, {
-      errors: [{ location, name, message }],
-    });
-  }
-  return value;
-}

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
-import { unprocessable } from '../http/errors.js';
+import { unprocessable } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { siteHost } from '../keys/sites.js';
 import { MessageRuleError, parseMailbox, singleLine } from '../relay/message-rules.js';

@@ -4,7 +4,7 @@ import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type C
 import type { RelayConfig } from '../config.js';
 import type { Role } from '../db/entities.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError, unprocessable, type ErrorKind } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import type { KeySites } from '../keys/sites.js';
 import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
@@ -91,11 +91,10 @@ export function relayLimits(config: RelayConfig): RelayLimits {
   };
 }
 
-const relayError = (status: number, code: string, message: string, retryAfter?: number) =>
-  new ApiError(status, message, { code, headers: retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) } });
+const relayError = (kind: ErrorKind, code: string, message: string, retryAfter?: number) => new DomainError(kind, message, { code, retryAfter });
 
 const invalid = (name: string, message: string, code = 'invalid_request') =>
-  new ApiError(422, `Invalid request: ${message.replace(/\.$/, '')}.`, { code, errors: [{ location: 'body', name, message }] });
+  unprocessable(`Invalid request: ${message.replace(/\.$/, '')}.`, [{ location: 'body', name, message }], code);
 
 /** The relay's rules are checked here too, whatever checked the request before. */
 function checked<T>(check: () => T): T {
@@ -130,7 +129,7 @@ export class RelayService {
 
   private tier(caller: Caller): RelayTier {
     const tier = relayTierOf(caller.role);
-    if (!tier) throw relayError(403, 'tier_forbidden', `The ${caller.role} tier is not eligible for the relay.`);
+    if (!tier) throw relayError('forbidden', 'tier_forbidden', `The ${caller.role} tier is not eligible for the relay.`);
     return tier;
   }
 
@@ -262,7 +261,7 @@ export class RelayService {
 
   private async accept(caller: Caller, channel: Channel, recipient: string, site: { url: string; host: string }, payload: MailPayload | SmsPayload) {
     if (!this.limits.channels[channel] || !this.queue) {
-      throw relayError(503, 'service_unavailable', `The ${channel === 'mail' ? 'mail' : 'SMS'} relay is not configured on this server.`);
+      throw relayError('unavailable', 'service_unavailable', `The ${channel === 'mail' ? 'mail' : 'SMS'} relay is not configured on this server.`);
     }
     const queue = this.queue;
     const tier = this.tier(caller);
@@ -276,7 +275,7 @@ export class RelayService {
       const use = await this.sites.use(caller, site.host);
       if (!use.allowed) {
         throw relayError(
-          429,
+          'rate_limited',
           'site_daily_cap',
           `This key has been used for ${use.used} different sites today, the most its ${caller.role} tier allows; more sites can be used tomorrow.`,
           untilTomorrow,
@@ -334,17 +333,17 @@ export class RelayService {
       });
       const message = rows[0];
       if (!message) {
-        throw relayError(429, 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
+        throw relayError('rate_limited', 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
       }
       if (message.funded_by === 'bundle') {
         if (!tier.bundleEligible) {
-          throw relayError(402, 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`, untilNextPeriod);
+          throw relayError('payment_required', 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`, untilNextPeriod);
         }
         // The balance is a sum: one consumption at a time per account and channel.
         await client.query('select pg_advisory_xact_lock($1::bigint)', [lockKey(`charge:${caller.accountId}:${channel}`)]);
         if ((await bundleBalance(client, caller.accountId, channel)) <= 0) {
           throw relayError(
-            402,
+            'payment_required',
             'cap_reached_buy_bundle',
             `The monthly inclusive ${channel} quota is used up and the ${channel} bundle balance is empty; buy a bundle to send more.`,
             untilNextPeriod,
@@ -395,12 +394,12 @@ export class RelayService {
       );
       const retryAfter = Math.ceil((last.getTime() + waitSeconds * 1000 - now.getTime()) / 1000);
       if (retryAfter > 0) {
-        throw relayError(429, 'recipient_backoff', `Too many messages to this recipient; retry in ${retryAfter} seconds.`, retryAfter);
+        throw relayError('rate_limited', 'recipient_backoff', `Too many messages to this recipient; retry in ${retryAfter} seconds.`, retryAfter);
       }
     }
     if (all >= this.limits.recipientGlobalDaily && oldest) {
       const retryAfter = Math.max(1, secondsUntil(now, new Date(oldest.getTime() + DAY_MS)));
-      throw relayError(429, 'recipient_backoff', `This recipient has had too many messages today; retry in ${retryAfter} seconds.`, retryAfter);
+      throw relayError('rate_limited', 'recipient_backoff', `This recipient has had too many messages today; retry in ${retryAfter} seconds.`, retryAfter);
     }
   }
 }

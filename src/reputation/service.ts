@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
-import { ApiError, unprocessable, within } from '../http/errors.js';
+import { DomainError, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { nonPublicReason, parseAddress, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
@@ -144,9 +144,11 @@ export class ReputationService {
 
   private parse(ip: string, location: 'query' | 'path' | 'body', name = 'ip'): Address {
     const parsed = parseAddress(ip.trim());
-    if (!parsed) throw new ApiError(400, `Invalid request: ${name} '${ip}' is not an IPv4 or IPv6 address.`, {
-      errors: [{ location, name, message: 'must be an IPv4 or IPv6 address' }],
-    });
+    if (!parsed) {
+      throw new DomainError('invalid_input', `Invalid request: ${name} '${ip}' is not an IPv4 or IPv6 address.`, {
+        fields: [{ location, name, message: 'must be an IPv4 or IPv6 address' }],
+      });
+    }
     return parsed;
   }
 
@@ -280,11 +282,11 @@ export class ReputationService {
    */
   async bulkReport(caller: Caller, reporterIp: string, csv: string, charge: Charge) {
     if (Buffer.byteLength(csv, 'utf8') > BULK_REPORT_MAX_BYTES) {
-      throw new ApiError(413, `The CSV is larger than ${BULK_REPORT_MAX_BYTES} bytes; split it into several requests.`);
+      throw new DomainError('too_large', `The CSV is larger than ${BULK_REPORT_MAX_BYTES} bytes; split it into several requests.`);
     }
     const lines = this.parseCsv(csv);
     if (lines.length > BULK_REPORT_MAX_LINES) {
-      throw new ApiError(413, `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
+      throw new DomainError('too_large', `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
     }
     const errors: { line: number; input: string; error: string }[] = [];
     const warnings: { line: number; message: string }[] = [];
@@ -348,8 +350,8 @@ export class ReputationService {
   async feedback(caller: Caller, input: { ipAddress: string; reason?: string }, charge: Charge) {
     const parsed = parseAddress(input.ipAddress.trim());
     if (!parsed) {
-      throw new ApiError(400, `Invalid request: ipAddress '${input.ipAddress}' is not an IPv4 or IPv6 address.`, {
-        errors: [{ location: 'body', name: 'ipAddress', message: 'must be an IPv4 or IPv6 address' }],
+      throw new DomainError('invalid_input', `Invalid request: ipAddress '${input.ipAddress}' is not an IPv4 or IPv6 address.`, {
+        fields: [{ location: 'body', name: 'ipAddress', message: 'must be an IPv4 or IPv6 address' }],
       });
     }
     const reason = unreportable(parsed);
@@ -404,8 +406,8 @@ export class ReputationService {
     } else if (asn && (/^AS/i.test(query) || Number(asn[1]) > 255)) {
       const number = Number(asn[1]);
       if (number > MAX_ASN) {
-        throw new ApiError(400, `Invalid request: ${query} is not an AS number (they run from 0 to ${MAX_ASN}).`, {
-          errors: [{ location: 'query', name: 'q', message: `an AS number must be at most ${MAX_ASN}` }],
+        throw new DomainError('invalid_input', `Invalid request: ${query} is not an AS number (they run from 0 to ${MAX_ASN}).`, {
+          fields: [{ location: 'query', name: 'q', message: `an AS number must be at most ${MAX_ASN}` }],
         });
       }
       // The geolocation data holds 32-bit AS numbers below 2^31 only (the rest are private use).

@@ -2,7 +2,7 @@ import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
 import { CUSTOM_ID_MAX, type CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import type { Pool } from '../db/pool.js';
-import { unprocessable, within } from '../http/errors.js';
+import { unprocessable, within } from '../errors.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ApiError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors.js';
 import type { Caller } from '../../src/keys/keys.js';
 import { KeySites } from '../../src/keys/sites.js';
 import { SmsTemplates } from '../../src/relay/delivery/templates.js';
@@ -35,9 +35,10 @@ afterAll(async () => {
 async function refused(send: () => Promise<unknown>, code = 'invalid_request') {
   const before = await s.pool.query('select count(*)::int as n from relay_messages');
   const err = await send().then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(ApiError);
-  expect((err as ApiError).status).toBe(422);
-  expect((err as ApiError).options.code).toBe(code);
+  // The domain refuses in its own terms; the HTTP edge makes it a 422 (test/security/path-variants.test.ts).
+  expect(err).toBeInstanceOf(DomainError);
+  expect((err as DomainError).kind).toBe('unprocessable');
+  expect((err as DomainError).details.code).toBe(code);
   expect((await s.pool.query('select count(*)::int as n from relay_messages')).rows[0].n).toBe(before.rows[0].n);
   expect(queued).toEqual([]);
 }
@@ -99,8 +100,8 @@ describe('mail', () => {
       seen.push(rows[0].recipient);
     }
     expect(seen).toEqual(['victim@example.com', 'victim@example.com', 'victim@example.com']);
-    const err = await service.sendMail(caller, { recipient: 'VICTIM@example.com', subject: 's', body_text: 't' }).catch((e: ApiError) => e);
-    expect((err as ApiError).options.code).toBe('recipient_backoff');
+    const err = await service.sendMail(caller, { recipient: 'VICTIM@example.com', subject: 's', body_text: 't' }).catch((e: DomainError) => e);
+    expect((err as DomainError).details.code).toBe('recipient_backoff');
     queued.length = 0;
   });
 });

@@ -1,0 +1,72 @@
+/**
+ * The errors the domain throws when it refuses something. They say what went wrong in the
+ * domain's terms (invalid input, not found, a quota used up, a tier without the feature …) and
+ * know nothing of HTTP: one table in src/http/error-handler.ts turns each kind into a status,
+ * a body (the envelope, or the relay's `{ok, code, message}`) and headers.
+ */
+
+/** Where a bad input was found, as `meta.errors[].location` names it. */
+export type ErrorLocation = 'path' | 'query' | 'header' | 'body';
+
+export interface FieldError {
+  location: ErrorLocation;
+  name: string;
+  message: string;
+}
+
+export type ErrorKind =
+  /** The input breaks the operation's own bounds (what the contract states, checked again). */
+  | 'invalid_input'
+  /** Well formed, but refused: an address that cannot be reported, an unknown category … */
+  | 'unprocessable'
+  | 'not_found'
+  /** The caller's tier lacks what it asked for. */
+  | 'forbidden'
+  /** A monthly allowance and its prepaid balance are used up. */
+  | 'payment_required'
+  /** A limit in time: a quota or a throttle; `retryAfter` says when to come back. */
+  | 'rate_limited'
+  /** More than one request may carry. */
+  | 'too_large'
+  /** Something the service needs is not there (not configured, a dependency down). */
+  | 'unavailable';
+
+export interface ErrorDetails {
+  /** The machine-readable code (`unknown_category`, `cap_reached_buy_bundle` …). */
+  code?: string;
+  fields?: FieldError[];
+  /** Seconds until the caller may try again. */
+  retryAfter?: number;
+}
+
+export class DomainError extends Error {
+  override readonly name = 'DomainError';
+
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly details: ErrorDetails = {},
+  ) {
+    super(message);
+  }
+}
+
+/** One field's bad value: `Invalid request: body field 'ips' must be …` with the field listed. */
+export function invalidField(location: ErrorLocation, name: string, message: string, code?: string): DomainError {
+  const place = location === 'body' ? 'body field' : `${location} parameter`;
+  return new DomainError('invalid_input', `Invalid request: ${place} '${name}' ${message.replace(/\.$/, '')}.`, {
+    code,
+    fields: [{ location, name, message }],
+  });
+}
+
+export const unprocessable = (message: string, fields?: FieldError[], code?: string) => new DomainError('unprocessable', message, { fields, code });
+
+/**
+ * Defence in depth: a service checks the bounds the document states for what it is given, so
+ * that no route around the validator can hand it more.
+ */
+export function within(location: ErrorLocation, name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw invalidField(location, name, `must be an integer from ${min} to ${max}`);
+  return value;
+}
