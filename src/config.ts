@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Role } from './db/entities.js';
 import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './keys/usage.js';
 import type { SmsConfig } from './relay/delivery/sms.js';
-import { SIGNUP_MODES, type SignupMode } from './account/accounts.js';
 import { BUNDLES } from './relay/policy.js';
 import type { VonageSignatureMethod } from './relay/delivery/sms/vonage.js';
 
@@ -21,6 +20,10 @@ function parseTrustProxy(raw: string): boolean | number | string[] {
   if (/^\d+$/.test(value)) return Number(value);
   return value.split(',').map((part) => part.trim()).filter(Boolean);
 }
+
+/** Web sign-up: open to anyone, by invite code, or closed. */
+export const SIGNUP_MODES = ['open', 'invite', 'closed'] as const;
+export type SignupMode = (typeof SIGNUP_MODES)[number];
 
 const boolean = z
   .enum(['true', 'false', '1', '0'])

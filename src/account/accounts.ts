@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { WebConfig } from '../config.js';
+import type { SignupMode, WebConfig } from '../config.js';
 import { ROLES, type Role } from '../db/entities.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { checkLicences } from '../keys/keys.js';
@@ -11,8 +11,6 @@ import { DummyPassword, hashPassword, needsRehash, passwordProblem, verifyPasswo
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
 import type { Sessions } from './sessions.js';
 
-export const SIGNUP_MODES = ['open', 'invite', 'closed'] as const;
-export type SignupMode = (typeof SIGNUP_MODES)[number];
 
 export interface AccountSettings {
   signup: SignupMode;

@@ -1,6 +1,6 @@
 import { DeliveryError } from '../errors.js';
 import { outboxFileName, writeOutboxFile } from '../outbox.js';
-import type { SmsProvider } from '../sms.js';
+import type { SmsProvider } from './provider.js';
 
 /** SMS written as JSON files into a folder, for local development: nothing leaves the machine. */
 export interface OutboxConfig {

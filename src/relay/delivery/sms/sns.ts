@@ -1,5 +1,5 @@
 import { PublishCommand, SNSClient, SNSServiceException, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
-import type { SmsProvider } from '../sms.js';
+import type { SmsProvider } from './provider.js';
 import { DeliveryError } from '../errors.js';
 import { DEFAULT_TIMEOUT_MS, retryableStatus } from './http.js';
 

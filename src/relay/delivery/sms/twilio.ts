@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { SmsProvider } from '../sms.js';
+import type { SmsProvider } from './provider.js';
 import { basicCredentials, createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, header, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
 

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import type { SmsProvider } from '../sms.js';
+import type { SmsProvider } from './provider.js';
 import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
 

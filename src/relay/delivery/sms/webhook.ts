@@ -1,4 +1,4 @@
-import type { SmsProvider } from '../sms.js';
+import type { SmsProvider } from './provider.js';
 import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 
 /** A provider of our own making, or a gateway in front of one: JSON in, bearer token. */
