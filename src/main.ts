@@ -1,68 +1,14 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
-import { blacklistSnapshots } from './blacklist/snapshots.js';
-import { systemClock } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { connectDatabase } from './db/connect.js';
-import { openGeoIp } from './geo/geoip.js';
 import { createLogger } from './logging.js';
-import { BlacklistJob } from './jobs/blacklist-job.js';
-import { PurgeJob } from './account/purge-job.js';
-import { loadApiArtifacts } from './openapi.js';
-import { logProgress } from './progress.js';
-import { startRelay } from './relay/runtime.js';
-import { Metrics } from './http/metrics.js';
-import { createHttpServer } from './http/server.js';
-import { Drain } from './http/drain.js';
-import { RelayMessages } from './relay/messages.js';
+import { start } from './start.js';
 
-/** One server process: database, app, scheduled jobs, relay worker; graceful stop on signals. */
+/** One server process (src/start.ts composes it); graceful stop on signals. */
 async function serve(config: Config, logger: Logger): Promise<void> {
-  const api = loadApiArtifacts();
   // A worker's supervisor has migrated already: the worker only checks that nothing is pending.
-  const migrate = config.migrateOnStart && cluster.isPrimary ? 'apply' : 'verify';
-  const [geo, database] = await Promise.all([openGeoIp({ ...config.geoip, progress: logProgress(logger) }), connectDatabase(config, logger, { migrate })]);
-  const relayMessages = new RelayMessages(database.pool, systemClock);
-  const metrics = new Metrics(database.pool, () => relayMessages.backlog());
-  const relay = await startRelay(config.relay, database.url, database.pool, systemClock, logger, {
-    queueConnections: config.databaseUrl ? 4 : 2,
-    metrics,
-    // The embedded database has one process and one session: no one else to hear from.
-    listen: config.databaseUrl !== undefined,
-  });
-  const drain = new Drain();
-  const app = buildApp({
-    drain,
-    orm: database.orm,
-    pool: database.pool,
-    geo,
-    relayQueue: relay.queue,
-    smsReceipts: relay.smsReceipts,
-    metrics,
-    config,
-    logger,
-    clock: systemClock,
-    api,
-  });
-  const blacklistJob = new BlacklistJob(
-    blacklistSnapshots(database.pool, systemClock),
-    systemClock,
-    config.blacklistIntervalMs,
-    logger,
-  );
-  blacklistJob.start();
-  const purgeJob = new PurgeJob(database.pool, systemClock, config.web, logger);
-  purgeJob.start();
-
-  const server = createHttpServer(app);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, resolve);
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  logger.info({ host: config.host, port, docs: `/api/v2/docs` }, 'listening');
+  const running = await start(config, { logger, migrate: config.migrateOnStart && cluster.isPrimary ? 'apply' : 'verify' });
 
   let stopping: { signal: NodeJS.Signals; bySupervisor: boolean; directSeen: boolean } | undefined;
   /**
@@ -95,19 +41,8 @@ async function serve(config: Config, logger: Logger): Promise<void> {
       process.exit(1);
     }, config.shutdown.timeoutMs);
     force.unref();
-    drain.begin();
-    const drainMs = signal === 'SIGTERM' ? config.shutdown.drainMs : 0;
-    logger.info({ signal, drainSeconds: drainMs / 1000 }, 'stopping: draining (/readyz answers 503, responses close their connections)');
-    await new Promise((resolve) => setTimeout(resolve, drainMs));
-    logger.info('stopping: no new connections, finishing in-flight requests');
-    await drain.close(server);
-    logger.info('stopping: every request answered, HTTP server closed');
-    await blacklistJob.stop();
-    await purgeJob.stop();
-    await relay.stop();
-    logger.info('stopping: scheduled jobs and relay worker stopped');
-    await database.close();
-    logger.info('stopped: database connections closed');
+    // SIGTERM drains first; SIGINT (Ctrl-C) stops at once.
+    await running.stop({ drainMs: signal === 'SIGTERM' ? config.shutdown.drainMs : 0, reason: signal });
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM', 'signal'));

@@ -10,7 +10,7 @@ export interface Database {
   orm: Orm;
   pool: Pool;
   url: string;
-  /** True when this process serves the embedded PostgreSQL. */
+  /** The embedded PostgreSQL (this process's or another local one's): one session for every connection. */
   embedded: boolean;
   /** The migrations this connection applied (none when it only verified or skipped). */
   applied: string[];
@@ -85,10 +85,31 @@ export async function connectDatabase(
       logger.info({ dataDir: config.dataDir }, 'DATABASE_URL is unset: started the embedded PostgreSQL (PGlite)');
     }
   }
-  const isEmbedded = !config.databaseUrl;
+  try {
+    const database = await openDatabase(url, logger, { embedded: !config.databaseUrl, poolMax: config.dbPoolMax, migrate: options.migrate });
+    if (!stopEmbedded) return database;
+    return { ...database, close: async () => (await database.close(), await stopEmbedded!()) };
+  } catch (err) {
+    await stopEmbedded?.();
+    throw err;
+  }
+}
+
+/**
+ * Opens the ORM and the pool on a database that exists (migrating it as `migrate` says).
+ * `embedded`: the URL is the embedded PostgreSQL's, which serves every connection from one
+ * session: a small pool, and no named prepared statements (one connection's name would
+ * collide with the next's).
+ */
+export async function openDatabase(
+  url: string,
+  logger: Logger,
+  options: { embedded: boolean; poolMax: number; migrate?: MigrateMode },
+): Promise<Database> {
+  const poolMax = options.embedded ? EMBEDDED_POOL : options.poolMax;
   // A database restart breaks every pooled connection at once: one line per incident.
   const incident = incidentLogger(logger);
-  const orm = await openOrm({ url, poolMax: isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, logger });
+  const orm = await openOrm({ url, poolMax, logger });
   let applied: string[] = [];
   try {
     const mode = options.migrate ?? 'apply';
@@ -105,11 +126,10 @@ export async function connectDatabase(
     }
   } catch (err) {
     await orm.close();
-    await stopEmbedded?.();
     throw err;
   }
-  const pool = createPool(url, isEmbedded ? EMBEDDED_POOL : config.dbPoolMax, {
-    prepared: !isEmbedded,
+  const pool = createPool(url, poolMax, {
+    prepared: !options.embedded,
     onError: (err) => incident('warn', 'db-pool', err, 'an idle database connection failed; it will be replaced'),
   });
   return {
@@ -117,11 +137,10 @@ export async function connectDatabase(
     pool,
     url,
     applied,
-    embedded: stopEmbedded !== undefined,
+    embedded: options.embedded,
     async close() {
       await pool.end();
       await orm.close();
-      await stopEmbedded?.();
     },
   };
 }

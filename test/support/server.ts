@@ -1,25 +1,16 @@
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { createTrsClient, type TrsClient } from '../../clients/typescript/src/index.js';
-import { buildApp } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config, type RelayConfig, type StripeConfig, type WebConfig } from '../../src/config.js';
-import { startRelay } from '../../src/relay/runtime.js';
-import { Metrics } from '../../src/http/metrics.js';
-import { createHttpServer, SERVER_TIMEOUTS } from '../../src/http/server.js';
-import { RelayMessages } from '../../src/relay/messages.js';
+import { openDatabase } from '../../src/db/connect.js';
 import type { Role } from '../../src/db/entities.js';
-import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
-import { createPool, type Pool } from '../../src/db/pool.js';
-import { createLogger } from '../../src/logging.js';
+import type { Orm } from '../../src/db/orm.js';
+import type { Pool } from '../../src/db/pool.js';
+import type { SERVER_TIMEOUTS } from '../../src/http/server.js';
 import { KeyService, type CreatedKey } from '../../src/keys/keys.js';
-import { loadApiArtifacts } from '../../src/openapi.js';
-import { openGeoIp } from '../../src/geo/geoip.js';
+import { createLogger } from '../../src/logging.js';
+import { start } from '../../src/start.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
-
-const api = loadApiArtifacts();
 
 export interface TestServer {
   /** Origin of the server, e.g. http://127.0.0.1:41234 */
@@ -48,12 +39,6 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-async function listen(server: Server): Promise<string> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
   config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules'>> & {
@@ -74,10 +59,6 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     },
   });
   const logger = createLogger('debug', sink);
-  const orm = await openOrm({ url: db.url, poolMax: db.embedded ? 2 : 10, logger });
-  // A server clone of the run's template is migrated already; an embedded database is not.
-  if (migrateFirst && db.embedded) await migrate(orm, db.url);
-  const pool = createPool(db.url, db.embedded ? 2 : 10, { prepared: !db.embedded });
   const clock = options.clock ?? new ManualClock(new Date());
   const defaults = loadConfig({});
   // Retries come due by polling; in tests it polls fast (new messages wake the workers at once).
@@ -88,40 +69,33 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   };
   // Cost 14 (16 MiB) instead of 15 keeps the many sign-ins of the tests quick; still scrypt.
   const webConfig: WebConfig = { ...defaults.web, scryptCost: 14, ...options.config?.web };
-  // The real clock times retries, the manual clock everything else.
-  const relayMessages = new RelayMessages(pool, clock);
-  const metrics = new Metrics(pool, () => relayMessages.backlog());
-  const relay = await startRelay(relayConfig, db.url, pool, clock, logger, { queueConnections: 2, metrics, listen: !db.embedded });
-  const app = buildApp({
-    orm,
-    pool,
-    geo: await openGeoIp(),
-    logger,
-    clock,
-    api,
-    relayQueue: relay.queue,
-    smsReceipts: relay.smsReceipts,
-    metrics,
-    config: {
-      trustProxy: options.config?.trustProxy ?? false,
-      validateResponses: true,
-      relay: relayConfig,
-      payments: options.config?.payments ?? defaults.payments,
-      publicLimits: options.config?.publicLimits ?? defaults.publicLimits,
-      faultBudget: options.config?.faultBudget ?? defaults.faultBudget,
-      metricsToken: options.config?.metricsToken,
-      rules: options.config?.rules ?? defaults.rules,
-      keyCacheMs: options.config?.keyCacheMs ?? 0,
-      web: webConfig,
-      stripe: options.config?.stripe,
-    },
-  });
-  const server = createHttpServer(app, options.timeouts);
-  const origin = await listen(server);
+  const config: Config = {
+    ...defaults,
+    port: 0,
+    host: '127.0.0.1',
+    databaseUrl: db.url,
+    trustProxy: options.config?.trustProxy ?? false,
+    validateResponses: true,
+    relay: relayConfig,
+    payments: options.config?.payments ?? defaults.payments,
+    publicLimits: options.config?.publicLimits ?? defaults.publicLimits,
+    faultBudget: options.config?.faultBudget ?? defaults.faultBudget,
+    metricsToken: options.config?.metricsToken,
+    rules: options.config?.rules ?? defaults.rules,
+    keyCacheMs: options.config?.keyCacheMs ?? 0,
+    web: webConfig,
+    stripe: options.config?.stripe,
+  };
+  // A server clone of the run's template is migrated already; an embedded database is not.
+  const database = await openDatabase(db.url, logger, { embedded: db.embedded, poolMax: 10, migrate: migrateFirst && db.embedded ? 'apply' : 'skip' });
+  // The real clock times retries, the manual clock everything else; no scheduled jobs.
+  const running = await start(config, { logger, clock, database, jobs: false, queueConnections: 2, timeouts: options.timeouts });
+  const { origin } = running;
+  const { orm, pool } = database;
   // Links in mails point at this server (read when a mail is made, so set before any request).
   webConfig.publicUrl = options.config?.web?.publicUrl ?? origin;
   const base = `${origin}/api/v2`;
-  const keys = new KeyService(orm.em);
+  const keys = new KeyService(orm.em, clock);
   const self: TestServer = {
     origin,
     base,
@@ -138,11 +112,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
       if (process.env.TEST_SHOW_ERRORS) {
         for (const line of logs) if (/"level":50/.test(line)) process.stderr.write(line);
       }
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await relay.stop();
-      await pool.end();
-      await orm.close();
+      await running.stop({ abrupt: true });
       if (owner) await db.drop();
     },
   };
