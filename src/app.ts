@@ -2,7 +2,6 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import helmet from 'helmet';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { parseAddress } from './address.js';
-import { RequestContext } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -211,7 +210,6 @@ export function buildApp(deps: AppDeps): Express {
     }),
   );
   app.use(rejectNonFiniteNumbers);
-  app.use((_req, _res, next) => RequestContext.create(em, next));
 
   for (const [path, item] of Object.entries(api.document.paths ?? {})) {
     for (const method of METHODS) {
