@@ -3,8 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { findRunningEmbedded, startEmbedded } from './embedded.js';
 import { migrate, openOrm, pendingMigrations, type Orm } from './orm.js';
-import { createPool, type Pool } from './pool.js';
-import { incidentLogger } from '../logging.js';
+import { ormPool, type Pool } from './pool.js';
 
 export interface Database {
   orm: Orm;
@@ -107,8 +106,6 @@ export async function openDatabase(
   options: { embedded: boolean; poolMax: number; migrate?: MigrateMode },
 ): Promise<Database> {
   const poolMax = options.embedded ? EMBEDDED_POOL : options.poolMax;
-  // A database restart breaks every pooled connection at once: one line per incident.
-  const incident = incidentLogger(logger);
   const orm = await openOrm({ url, poolMax, logger });
   let applied: string[] = [];
   try {
@@ -128,10 +125,8 @@ export async function openDatabase(
     await orm.close();
     throw err;
   }
-  const pool = createPool(url, poolMax, {
-    prepared: !options.embedded,
-    onError: (err) => incident('warn', 'db-pool', err, 'an idle database connection failed; it will be replaced'),
-  });
+  // The one pool of the process: the ORM's, on which the repositories' SQL runs too.
+  const pool = ormPool(orm.em.getConnection().getKnex().client as never, { prepared: !options.embedded });
   return {
     orm,
     pool,
@@ -139,7 +134,6 @@ export async function openDatabase(
     applied,
     embedded: options.embedded,
     async close() {
-      await pool.end();
       await orm.close();
     },
   };

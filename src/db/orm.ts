@@ -27,15 +27,23 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
     pool: {
       min: 0,
       max: poolMax,
+      // A dead database must fail requests fast (503), not leave them waiting for a connection.
+      acquireTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
       // A connection that dies while idle (the database restarts) must not end the process:
       // the pool drops it and opens another when one is needed.
       afterCreate: (connection: { on(event: 'error', listener: (err: Error) => void): void }, done: (err: Error | null, c: unknown) => void) => {
-        connection.on('error', (err) => incident?.('warn', 'orm-pool', err, 'an ORM database connection failed'));
+        connection.on('error', (err) => incident?.('warn', 'db-pool', err, 'a database connection failed; it will be replaced'));
         done(null, connection);
       },
     },
     // Connections are short-lived statements; a dead server must fail fast, not hang a request.
-    driverOptions: { connection: { connectionTimeoutMillis: 5_000, statement_timeout: 15_000 } },
+    driverOptions: {
+      connection: { connectionTimeoutMillis: 5_000, statement_timeout: 15_000 },
+      // knex warns on the console for each broken connection it discards; the pool's own
+      // listener (above) logs one line per incident instead.
+      log: { warn: () => undefined, error: () => undefined, deprecate: () => undefined, debug: () => undefined },
+    },
     // A missing database is created by connectDatabase, which says so; MikroORM would do it silently.
     ensureDatabase: false,
     discovery: { warnWhenNoEntities: true },

@@ -1,44 +1,75 @@
 import pg from 'pg';
 
 /**
- * The plain pg pool for the hot paths (authentication, quota charges, lookups, report writes):
- * plain rows instead of hydrated entities, native array parameters, named prepared statements.
- * MikroORM keeps the entities, migrations and administration.
+ * The process's one pool of database connections is the ORM's (MikroORM's knex pool). Hand-
+ * written SQL inside the repositories runs on the same connections through this face of it,
+ * shaped like pg's Pool: plain rows, native array parameters, named prepared statements (which
+ * a connection keeps for its life). pg-boss, the relay's job queue, keeps a small pool of its own.
  */
-export type Pool = pg.Pool;
-export type Queryable = pg.Pool | pg.PoolClient;
+export interface Pool {
+  query: pg.Pool['query'];
+  /** Lends one connection; `release(err)` with the error that broke it discards it. */
+  connect(): Promise<pg.PoolClient>;
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+}
+export type Queryable = Pool | pg.PoolClient;
 
 // bigint counts and ids (int8) arrive as numbers: they stay far below 2^53 here.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
+/** What this module needs of knex's client and its pool (tarn). */
+interface KnexClient {
+  acquireConnection(): Promise<pg.Client>;
+  releaseConnection(connection: pg.Client): Promise<void>;
+  pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number };
+}
+
 /**
- * `prepared: false` drops statement names: the embedded PostgreSQL multiplexes every client
- * connection onto one session, where a name prepared by one connection collides with the next.
+ * The ORM's pool as a Pool. `prepared: false` drops statement names: the embedded PostgreSQL
+ * multiplexes every client connection onto one session, where a name prepared by one
+ * connection collides with the next.
  */
-export function createPool(
-  url: string,
-  max: number,
-  options: { prepared?: boolean; onError?: (err: Error) => void } = {},
-): Pool {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max,
-    // A dead database must fail requests fast (503), not hang them.
-    connectionTimeoutMillis: 5_000,
-    statement_timeout: 15_000,
-    idleTimeoutMillis: 30_000,
-  });
-  // An idle connection that dies (the database restarts) is dropped and replaced on demand;
-  // without a listener its error would end the process.
-  pool.on('error', (err) => options.onError?.(err));
-  if (options.prepared === false) {
-    // Every connection, whether lent for a transaction or used by pool.query, drops the name.
-    pool.on('connect', (client) => {
+export function ormPool(knexClient: KnexClient, options: { prepared?: boolean } = {}): Pool {
+  const unnamed = options.prepared === false;
+  const lend = async (): Promise<pg.PoolClient> => {
+    const client = (await knexClient.acquireConnection()) as pg.Client & Partial<pg.PoolClient> & { __knex__disposed?: unknown; __trsQuery?: unknown };
+    if (!client.__trsQuery) {
+      // The ORM reads dates as text on its connections; plain SQL reads them with pg's own types
+      // (Date objects, numbers for int8), given with each query. A stream brings its own.
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      client.query = ((config: unknown, ...rest: unknown[]) =>
-        query(typeof config === 'object' && config !== null && 'name' in config ? { ...config, name: undefined } : config, ...rest)) as typeof client.query;
-    });
-  }
+      client.__trsQuery = query;
+      client.query = ((config: unknown, ...rest: unknown[]) => {
+        if (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit === 'function') return query(config, ...rest);
+        const shaped = typeof config === 'string' ? { text: config, values: rest.shift() } : { ...(config as object) };
+        const named = shaped as { name?: string; types?: unknown };
+        named.types ??= pg.types;
+        if (unnamed) delete named.name;
+        return query(shaped, ...rest);
+      }) as typeof client.query;
+    }
+    client.release = (err?: Error | boolean) => {
+      // A connection that broke while lent is discarded, not handed out again.
+      if (err) client.__knex__disposed = err;
+      void knexClient.releaseConnection(client);
+    };
+    return client as pg.PoolClient;
+  };
+  const pool: Pool = {
+    query: (async (config: unknown, values?: unknown) =>
+      withClient(pool, (client) => (client.query as (c: unknown, v?: unknown) => Promise<pg.QueryResult>)(config, values))) as Pool['query'],
+    connect: lend,
+    get totalCount() {
+      return (knexClient.pool?.numUsed() ?? 0) + (knexClient.pool?.numFree() ?? 0);
+    },
+    get idleCount() {
+      return knexClient.pool?.numFree() ?? 0;
+    },
+    get waitingCount() {
+      return knexClient.pool?.numPendingAcquires() ?? 0;
+    },
+  };
   return pool;
 }
 

@@ -3,7 +3,6 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { BlacklistJob } from '../../src/jobs/blacklist-job.js';
-import { createPool } from '../../src/db/pool.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -68,7 +67,7 @@ describe('the blacklist job', () => {
   });
 
   it('recovers by itself after a failed run: the next run tries again', async () => {
-    const unreachable = createPool('postgres://nobody@127.0.0.1:1/none', 1);
+    const unreachable = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none', max: 1, connectionTimeoutMillis: 2_000 });
     try {
       const broken = new BlacklistJob(blacklistSnapshots(unreachable, s.clock), s.clock, INTERVAL, pino({ level: 'silent' }));
       await expect(broken.runIfDue()).rejects.toThrow();
