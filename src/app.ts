@@ -41,10 +41,12 @@ import { relayHandlers } from './relay/handlers.js';
 import { BundleLedger } from './relay/ledger.js';
 import { paymentsRouter } from './relay/payments.js';
 import type { RelayQueue } from './relay/queue.js';
-import { DeliveryReceipts, receiptsRouter } from './relay/receipts.js';
+import { receiptsRouter } from './relay/receipts.js';
+import { RelayRepository } from './relay/repository.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { RelayService, relayLimits } from './relay/service.js';
 import { SmsTemplates } from './relay/delivery/templates.js';
+import { StatsRepository } from './stats/repository.js';
 import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
 import { ReputationService } from './reputation/service.js';
@@ -101,8 +103,9 @@ export function buildApp(deps: AppDeps): Express {
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock);
   const snapshots = blacklistSnapshots(pool, clock);
   const sites = new KeySites(pool, clock);
-  const stats = new StatsService(pool, categories, snapshots, clock);
-  const relay = new RelayService(pool, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(pool, clock));
+  const stats = new StatsService(new StatsRepository(pool), categories, snapshots, clock);
+  const relayMessages = new RelayRepository(pool);
+  const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(pool, clock));
   const ledger = new BundleLedger(pool, clock);
   const web = buildWeb({
     orm,
@@ -180,7 +183,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(paymentsRouter(ledger, config.payments, clock));
   if (deps.smsReceipts) {
     const { provider, endpoint } = deps.smsReceipts;
-    app.use(receiptsRouter(provider, endpoint, new DeliveryReceipts(pool, clock), clock, logger, metrics));
+    app.use(receiptsRouter(provider, endpoint, relayMessages, clock, logger, metrics));
   }
   if (web.stripeWebhook) app.use(web.stripeWebhook);
   // The pages (/, /lookup, /account/…): their own form parser, CSRF and CSP (src/web/).

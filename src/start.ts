@@ -15,7 +15,7 @@ import { createHttpServer, SERVER_TIMEOUTS } from './http/server.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
 import { loadApiArtifacts } from './openapi.js';
 import { logProgress } from './progress.js';
-import { RelayMessages } from './relay/messages.js';
+import { RelayRepository } from './relay/repository.js';
 import { startRelay, type RelayRuntime } from './relay/runtime.js';
 
 export interface StartOptions {
@@ -64,8 +64,8 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     openGeoIp({ ...config.geoip, progress: logProgress(logger) }),
     options.database ?? connectDatabase(config, logger, { migrate: options.migrate ?? 'apply' }),
   ]);
-  const relayMessages = new RelayMessages(database.pool, clock);
-  const metrics = new Metrics(database.pool, () => relayMessages.backlog());
+  const relayMessages = new RelayRepository(database.pool);
+  const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()));
   const relay = await startRelay(config.relay, database.url, database.pool, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),
     metrics,

@@ -17,7 +17,7 @@ import { blacklistSnapshots } from '../blacklist/snapshots.js';
 import { systemClock } from '../clock.js';
 import { BundleLedger, bundleBalance } from '../relay/ledger.js';
 import { BUNDLES } from '../relay/policy.js';
-import { RelayMessages, type RelayMessageView } from '../relay/messages.js';
+import { RelayRepository, type RelayMessageView } from '../relay/repository.js';
 import { writeFile } from 'node:fs/promises';
 import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/categories.js';
 import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
@@ -199,7 +199,7 @@ relay
   .option('--limit <n>', 'how many', positiveInt, 50)
   .option('--json', 'print a JSON array')
   .action(async (opts: { account: number; limit: number; json?: boolean }) => {
-    const rows = await withDatabase((db) => new RelayMessages(db.pool, systemClock).list(opts.account, Math.min(opts.limit, 10_000)));
+    const rows = await withDatabase((db) => new RelayRepository(db.pool).list(opts.account, Math.min(opts.limit, 10_000)));
     print(rows, !!opts.json, () =>
       rows
         .map((m) =>
@@ -214,7 +214,7 @@ relay
   .description('one relay message (the queue_id of its send): each step of its delivery with its time')
   .option('--json', 'print a JSON object')
   .action(async (queueId: string, opts: { json?: boolean }) => {
-    const message = await withDatabase((db) => new RelayMessages(db.pool, systemClock).get(positiveInt(queueId)));
+    const message = await withDatabase((db) => new RelayRepository(db.pool).get(positiveInt(queueId)));
     if (!message) {
       process.exitCode = 1;
       process.stderr.write(`no relay message ${queueId}\n`);

@@ -1,38 +1,12 @@
 import express, { type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Pool } from '../db/pool.js';
 import type { ReceiptEndpoint } from './delivery/sms.js';
-import type { SmsReceipt } from './delivery/sms/receipts.js';
+import type { RelayRepository } from './repository.js';
 import type { DeliveryMetrics } from './worker.js';
 
 /** A receipt body is a handful of fields; anything larger is not one. */
 const RECEIPT_BODY_LIMIT = '16kb';
-
-/**
- * Records what a provider's delivery receipt says of a message it took: `delivered` or
- * `undelivered` (with the provider's error code). Receipts come out of order and more than
- * once; an intermediate one (`sent`, `queued` at the carrier) changes nothing, and a final
- * status only replaces `sent` (or an `undelivered` that a later `delivered` corrects).
- */
-export class DeliveryReceipts {
-  constructor(
-    private readonly pool: Pool,
-    private readonly clock: Clock,
-  ) {}
-
-  /** The number of messages the receipt matched (0 or 1). */
-  async record(provider: string, receipt: SmsReceipt): Promise<number> {
-    if (receipt.status === 'sent') return 0;
-    const { rowCount } = await this.pool.query(
-      `update relay_messages set status = $3, receipt_at = $4, receipt_error = $5
-        where provider = $1 and provider_id = $2 and channel = 'sms'
-          and (status = 'sent' or (status = 'undelivered' and $3 = 'delivered'))`,
-      [provider, receipt.providerId, receipt.status, this.clock.now(), receipt.error?.slice(0, 100) ?? null],
-    );
-    return rowCount ?? 0;
-  }
-}
 
 /**
  * `/webhooks/sms/<provider>`, outside /api/v2: the configured SMS provider's delivery receipts.
@@ -43,7 +17,7 @@ export class DeliveryReceipts {
 export function receiptsRouter(
   provider: string,
   endpoint: ReceiptEndpoint,
-  receipts: DeliveryReceipts,
+  messages: RelayRepository,
   clock: Clock,
   logger: Logger,
   metrics?: DeliveryMetrics,
@@ -75,7 +49,7 @@ export function receiptsRouter(
       res.status(verdict.status).json({ ok: false, code: verdict.code, message: verdict.message });
       return;
     }
-    const matched = await receipts.record(provider, verdict.receipt);
+    const matched = await messages.recordReceipt(provider, verdict.receipt, clock.now());
     if (matched > 0) metrics?.relayOutcomes.inc({ channel: 'sms', outcome: verdict.receipt.status });
     logger.info({ provider, providerId: verdict.receipt.providerId, status: verdict.receipt.status, matched }, 'SMS delivery receipt');
     // Providers retry a receipt that is not answered 2xx; one about no message of ours is done too.

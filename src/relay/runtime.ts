@@ -6,6 +6,7 @@ import type { Pool } from '../db/pool.js';
 import { createMailOutbox, createMailTransport } from './delivery/mail.js';
 import { createSmsProvider, type ReceiptEndpoint } from './delivery/sms.js';
 import { RelayQueue } from './queue.js';
+import { RelayRepository } from './repository.js';
 import { RelayWorker, type DeliveryMetrics, type Transports } from './worker.js';
 
 export interface RelayRuntime {
@@ -65,7 +66,7 @@ export async function startRelay(
     options.queueConnections,
   );
   if (config.delivery.enabled) {
-    new RelayWorker(pool, queue, transports, clock, logger, options.metrics).start(config.delivery);
+    new RelayWorker(new RelayRepository(pool), queue, transports, clock, logger, options.metrics).start(config.delivery);
     logger.info(
       { mail: transports.mail?.name ?? null, sms: transports.sms?.name ?? null, concurrency: config.delivery.concurrency },
       'relay: delivering queued messages',

@@ -1,14 +1,11 @@
-import { createHash } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import type { Role } from '../db/entities.js';
-import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { DomainError, unprocessable, type ErrorKind } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import type { KeySites } from '../keys/sites.js';
 import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
-import { bundleBalance } from './ledger.js';
 import {
   boundedText,
   interpretHeaders,
@@ -23,6 +20,7 @@ import {
 } from './message-rules.js';
 import { relayTierOf, type Channel, type RelayTier } from './policy.js';
 import type { RelayQueue } from './queue.js';
+import type { RecipientHistory, RelayRepository } from './repository.js';
 import type { MailPayload, SmsPayload } from './worker.js';
 import { brandMail, smsPrefix } from './white-label.js';
 
@@ -110,8 +108,6 @@ function checked<T>(check: () => T): T {
 const current = <T>(value: T | undefined, earlier: T | undefined): T | undefined =>
   value !== undefined && value !== '' ? value : earlier;
 
-const lockKey = (text: string) => createHash('sha256').update(text).digest().readBigInt64BE(0).toString();
-
 /**
  * The relay's rules: who may send, what a send costs (the monthly inclusive quota, then the
  * bundle balance), the anti-abuse throttles, and the quota blocks. A send is validated, throttled,
@@ -119,7 +115,7 @@ const lockKey = (text: string) => createHash('sha256').update(text).digest().rea
  */
 export class RelayService {
   constructor(
-    private readonly pool: Pool,
+    private readonly messages: RelayRepository,
     private readonly queue: RelayQueue | undefined,
     private readonly limits: RelayLimits,
     private readonly clock: Clock,
@@ -133,35 +129,14 @@ export class RelayService {
     return tier;
   }
 
-  /** The account's white-label sender name (set on the dashboard), if any. */
-  private async senderName(caller: Caller): Promise<string | null> {
-    const { rows } = await this.pool.query<{ sender_name: string | null }>({
-      name: 'relay-sender-name',
-      text: 'select sender_name from accounts where id = $1',
-      values: [caller.accountId],
-    });
-    return rows[0]?.sender_name ?? null;
-  }
-
   private inclusiveLimit(tier: RelayTier, channel: Channel): number {
     return tier.inclusive[channel] ?? this.limits.enterpriseCeiling[channel];
   }
 
-  async block(db: Queryable, caller: Caller, channel: Channel): Promise<QuotaBlock> {
+  async block(caller: Caller, channel: Channel): Promise<QuotaBlock> {
     const tier = this.tier(caller);
     const period = utcMonth(this.clock.now());
-    const { rows } = await db.query<{ sent: number; queued: number; failed: number; used: number }>({
-      name: 'relay-block',
-      text: `select count(*) filter (where m.status in ('sent', 'delivered', 'undelivered'))::int as sent,
-                    count(*) filter (where m.status in ('queued', 'sending'))::int as queued,
-                    count(*) filter (where m.status = 'failed')::int as failed,
-                    coalesce((select inclusive_used from relay_usage u
-                               where u.account_id = $1 and u.channel = $2 and u.period_start = $3), 0) as used
-               from relay_messages m
-              where m.account_id = $1 and m.channel = $2 and m.period_start = $3`,
-      values: [caller.accountId, channel, period.start],
-    });
-    const counts = rows[0]!;
+    const counts = await this.messages.periodCounts(caller.accountId, channel, period.start);
     const unlimited = tier.inclusive[channel] === null;
     const limit = unlimited ? -1 : this.inclusiveLimit(tier, channel);
     return {
@@ -173,7 +148,7 @@ export class RelayService {
       inclusive_limit: limit,
       inclusive_used: counts.used,
       inclusive_available: unlimited ? -1 : Math.max(0, limit - counts.used),
-      bundle_balance: await bundleBalance(db, caller.accountId, channel),
+      bundle_balance: counts.bundleBalance,
       bundle_eligible: tier.bundleEligible,
       period_start: period.start.toISOString(),
       period_end: period.end.toISOString(),
@@ -183,7 +158,7 @@ export class RelayService {
   /** GET /relay-quota. */
   async quota(caller: Caller) {
     const tier = this.tier(caller);
-    const [mail, sms] = await Promise.all([this.block(this.pool, caller, 'mail'), this.block(this.pool, caller, 'sms')]);
+    const [mail, sms] = await Promise.all([this.block(caller, 'mail'), this.block(caller, 'sms')]);
     // The contract names the relay tiers; the role table decides which roles have one.
     return { tier: tier.id as QuotaAnswer['tier'], role: caller.role, mail, sms, mail_bundle_balance: mail.bundle_balance, sms_bundle_balance: sms.bundle_balance };
   }
@@ -217,7 +192,7 @@ export class RelayService {
       };
       return { recipient: to.address, site: siteOf(input.site_url), payload: mail, ignoredHeaders: headers.ignored };
     });
-    const branded = brandMail(payload, caller.role, await this.senderName(caller), this.limits.mailFooter);
+    const branded = brandMail(payload, caller.role, await this.messages.senderName(caller.accountId), this.limits.mailFooter);
     const accepted = await this.accept(caller, 'mail', recipient, site, branded);
     // Said in the answer, so that a caller learns what its mail went without.
     const answer: typeof accepted & { ignored_headers?: string[] } = accepted;
@@ -249,7 +224,7 @@ export class RelayService {
     let text = message;
     if (template) {
       try {
-        text = await this.templates.render(template.code, template.vars, smsPrefix(caller.role, await this.senderName(caller), site.host));
+        text = await this.templates.render(template.code, template.vars, smsPrefix(caller.role, await this.messages.senderName(caller.accountId), site.host));
       } catch (err) {
         if (err instanceof UnknownTemplateError) throw invalid('template_code', `there is no SMS template ${template.code} on this relay`, 'unknown_template');
         throw err;
@@ -282,85 +257,43 @@ export class RelayService {
         );
       }
     }
-    const id = await transaction(this.pool, async (client) => {
-      // One send at a time per recipient: the throttle below sees every earlier send it counts.
-      await client.query('select pg_advisory_xact_lock($1::bigint)', [lockKey(`recipient:${recipient}`)]);
-      await this.throttle(client, caller, recipient, now);
-      // The message's id first, so that it is queued before the statement below: that one takes
-      // the row locks every send of the account and site waits for, and the commit follows it
-      // at once; a login wave of one site is then not served one send at a time.
-      const { rows: ids } = await client.query<{ id: number }>({
-        name: 'relay-message-id',
-        text: "select nextval(pg_get_serial_sequence('relay_messages', 'id'))::bigint as id",
-      });
-      const id = ids[0]!.id;
-      await queue.enqueue(channel, id, client);
-      // The site's daily cap, a slot of the inclusive quota if one is left (else the message is
-      // paid from the bundle balance, checked next), and the message, in one statement.
-      const { rows } = await client.query<{ funded_by: 'inclusive' | 'bundle' }>({
-        name: 'relay-accept',
-        text: `with site as (
-                 select charge_counters(array[$11::text], 'relay_site', $12::date, 1, array[$13::int]) is not null as within
-               ),
-               slot as (
-                 insert into relay_usage as u (account_id, channel, period_start, inclusive_used)
-                 select $2, $4, $5, 1 where (select within from site)
-                 on conflict (account_id, channel, period_start) do update set inclusive_used = u.inclusive_used + 1
-                  where u.inclusive_used < $14
-                 returning 1
-               )
-               insert into relay_messages (id, account_id, key_id, channel, period_start, funded_by, recipient, site_url, site, payload, created_at)
-               overriding system value
-               select $1, $2, $3, $4, $5, case when exists (select 1 from slot) then 'inclusive' else 'bundle' end, $6, $7, $8, $9, $10
-                where (select within from site)
-               returning funded_by`,
-        values: [
-          id,
-          caller.accountId,
-          caller.keyId,
-          channel,
-          period.start,
-          recipient,
-          site.url,
-          site.host,
-          JSON.stringify(payload),
-          now,
-          `relay-site:${caller.accountId}:${site.host}`,
-          utcDay(now),
-          this.limits.siteDailyCap,
-          this.inclusiveLimit(tier, channel),
-        ],
-      });
-      const message = rows[0];
-      if (!message) {
-        throw relayError('rate_limited', 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
-      }
-      if (message.funded_by === 'bundle') {
-        if (!tier.bundleEligible) {
+    const accepted = await this.messages.accept(
+      {
+        accountId: caller.accountId,
+        keyId: caller.keyId,
+        channel,
+        periodStart: period.start,
+        recipient,
+        site,
+        payload,
+        at: now,
+        siteCounter: { subject: `relay-site:${caller.accountId}:${site.host}`, day: utcDay(now), cap: this.limits.siteDailyCap },
+        inclusiveLimit: this.inclusiveLimit(tier, channel),
+        bundleEligible: tier.bundleEligible,
+      },
+      (history) => this.throttle(history, now),
+      (id, db) => queue.enqueue(channel, id, db),
+    );
+    if ('refused' in accepted) {
+      switch (accepted.refused) {
+        case 'site_cap':
+          throw relayError('rate_limited', 'site_daily_cap', `The daily cap of ${this.limits.siteDailyCap} messages for this site is reached.`, untilTomorrow);
+        case 'monthly_cap':
           throw relayError('payment_required', 'monthly_cap_reached', `The monthly ${channel} cap of this tier is reached; it restarts on ${period.end.toISOString()}.`, untilNextPeriod);
-        }
-        // The balance is a sum: one consumption at a time per account and channel.
-        await client.query('select pg_advisory_xact_lock($1::bigint)', [lockKey(`charge:${caller.accountId}:${channel}`)]);
-        if ((await bundleBalance(client, caller.accountId, channel)) <= 0) {
+        case 'bundle_empty':
           throw relayError(
             'payment_required',
             'cap_reached_buy_bundle',
             `The monthly inclusive ${channel} quota is used up and the ${channel} bundle balance is empty; buy a bundle to send more.`,
             untilNextPeriod,
           );
-        }
-        await client.query(
-          `insert into bundle_ledger (account_id, channel, kind, amount, message_id, created_at)
-           values ($1, $2, 'consumption', -1, $3, $4)`,
-          [caller.accountId, channel, id, now],
-        );
       }
-      return id;
-    });
+    }
+    const id = accepted.id;
     // Committed: this process's workers start on it now (other processes' are notified).
     queue.wake(channel);
     // The quota as it stands once this send is counted (other sends of the moment included).
-    return { ok: true as const, queue_id: id, remaining_quota: await this.block(this.pool, caller, channel) };
+    return { ok: true as const, queue_id: id, remaining_quota: await this.block(caller, channel) };
   }
 
   /**
@@ -376,17 +309,8 @@ export class RelayService {
    * key's distinct sites per day (so that changing `site_url` on every send does not escape the
    * site cap) are charged in {@link accept}.
    */
-  private async throttle(db: Queryable, caller: Caller, recipient: string, now: Date): Promise<void> {
-    const dayAgo = before(now, DAY_MS);
-    const { rows } = await db.query<{ mine: number; last: Date | null; all: number; oldest: Date | null }>(
-      `select count(*) filter (where account_id = $2)::int as mine,
-              max(created_at) filter (where account_id = $2) as last,
-              count(*)::int as all,
-              min(created_at) as oldest
-         from relay_messages where recipient = $1 and created_at > $3`,
-      [recipient, caller.accountId, dayAgo],
-    );
-    const { mine, last, all, oldest } = rows[0]!;
+  private throttle(history: RecipientHistory, now: Date): void {
+    const { mine, last, all, oldest } = history;
     if (mine >= this.limits.recipientFree && last) {
       const waitSeconds = Math.min(
         this.limits.recipientBackoffMaxSeconds,

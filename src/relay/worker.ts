@@ -1,22 +1,11 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { transaction, type Pool } from '../db/pool.js';
 import { serializeError } from '../logging.js';
 import type { MailTransport } from './delivery/mail.js';
 import type { SmsProvider } from './delivery/sms.js';
 import type { Channel } from './policy.js';
 import type { ConsumeOptions, DeliveryJob, RelayQueue } from './queue.js';
-
-interface ClaimedMessage {
-  id: number;
-  account_id: number;
-  channel: Channel;
-  period_start: Date;
-  funded_by: 'inclusive' | 'bundle';
-  recipient: string;
-  payload: MailPayload | SmsPayload;
-  created_at: Date;
-}
+import type { ClaimedMessage, RelayRepository } from './repository.js';
 
 export interface MailPayload {
   subject: string;
@@ -58,7 +47,7 @@ const RECORD_RETRY_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000];
  */
 export class RelayWorker {
   constructor(
-    private readonly pool: Pool,
+    private readonly messages: RelayRepository,
     private readonly queue: RelayQueue,
     private readonly transports: Transports,
     private readonly clock: Clock,
@@ -81,7 +70,7 @@ export class RelayWorker {
   }
 
   private async deliver(job: DeliveryJob): Promise<void> {
-    const message = await this.claim(job.data.messageId);
+    const message = await this.messages.claim(job.data.messageId, this.clock.now());
     // Sent, failed, or claimed by no one any more: nothing to do (a job handed out twice).
     if (!message) return;
     const provider = this.provider(message.channel);
@@ -92,50 +81,23 @@ export class RelayWorker {
       const error = err as Error & { retryable?: boolean };
       const final = error.retryable === false || job.retryCount >= job.retryLimit;
       if (!final) {
-        await this.record(message.id, () =>
-          this.pool.query(`update relay_messages set status = 'queued', last_error = $2 where id = $1 and status = 'sending'`, [
-            message.id,
-            error.message.slice(0, 500),
-          ]),
-        );
+        await this.record(message.id, () => this.messages.requeue(message.id, error.message));
         this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'retried' });
         this.logger.warn({ messageId: message.id, attempt: job.retryCount + 1, provider, err: error.message }, 'relay delivery failed; will retry');
         throw err;
       }
-      await this.record(message.id, () => this.fail(message, error.message));
+      await this.record(message.id, () => this.messages.fail(message, error.message, this.clock.now()));
       this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'failed' });
       this.logger.error({ messageId: message.id, provider, err: error.message }, 'relay message failed');
       return;
     }
     // The transport has the message: from here on it must be recorded, never sent again.
     const sentAt = this.clock.now();
-    await this.record(message.id, () =>
-      this.pool.query(
-        `update relay_messages
-            set status = 'sent', sent_at = $2, finished_at = $2, provider = $3, provider_id = $4, last_error = null
-          where id = $1 and status = 'sending'`,
-        [message.id, sentAt, provider, providerId],
-      ),
-    );
+    await this.record(message.id, () => this.messages.markSent(message.id, sentAt, provider, providerId));
     const seconds = Math.max(0, (sentAt.getTime() - new Date(message.created_at).getTime()) / 1000);
     this.metrics?.relayDeliverySeconds.observe({ channel: message.channel, provider }, seconds);
     this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'sent' });
     this.logger.info({ messageId: message.id, channel: message.channel, provider, providerId }, 'relay message sent');
-  }
-
-  /**
-   * Takes a message for one attempt: `queued` (or `sending`, left so by a process that stopped
-   * in the middle; whether it went out is unknown, and a 2FA code sent twice beats one never
-   * sent) becomes `sending`.
-   */
-  private async claim(id: number): Promise<ClaimedMessage | undefined> {
-    const { rows } = await this.pool.query<ClaimedMessage>(
-      `update relay_messages set status = 'sending', sending_at = coalesce(sending_at, $2), attempts = attempts + 1
-        where id = $1 and status in ('queued', 'sending')
-        returning id, account_id, channel, period_start, funded_by, recipient, payload, created_at`,
-      [id, this.clock.now()],
-    );
-    return rows[0];
   }
 
   /** Hands the message to its transport; resolves with the provider's id of it. */
@@ -158,31 +120,6 @@ export class RelayWorker {
     if (!this.transports.sms) throw Object.assign(new Error('no SMS provider is configured'), { retryable: false });
     const sent = await this.transports.sms.send({ to: message.recipient, text: (message.payload as SmsPayload).text, reference: String(message.id) });
     return sent.providerId;
-  }
-
-  /** Marks the message failed and gives its charge back, once. */
-  private async fail(message: ClaimedMessage, reason: string): Promise<void> {
-    await transaction(this.pool, async (client) => {
-      const { rowCount } = await client.query(
-        `update relay_messages set status = 'failed', last_error = $2, finished_at = $3
-          where id = $1 and status in ('queued', 'sending')`,
-        [message.id, reason.slice(0, 500), this.clock.now()],
-      );
-      if (rowCount !== 1) return;
-      if (message.funded_by === 'inclusive') {
-        await client.query(
-          `update relay_usage set inclusive_used = greatest(0, inclusive_used - 1)
-            where account_id = $1 and channel = $2 and period_start = $3`,
-          [message.account_id, message.channel, message.period_start],
-        );
-      } else {
-        await client.query(
-          `insert into bundle_ledger (account_id, channel, kind, amount, message_id, created_at)
-           values ($1, $2, 'release', 1, $3, $4)`,
-          [message.account_id, message.channel, message.id, this.clock.now()],
-        );
-      }
-    });
   }
 
   /**

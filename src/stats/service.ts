@@ -1,7 +1,7 @@
 import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
 import { CUSTOM_ID_MAX, type CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
-import type { Pool } from '../db/pool.js';
+import type { StatsRepository } from './repository.js';
 import { unprocessable, within } from '../errors.js';
 
 const HOUR = 3_600_000;
@@ -35,44 +35,15 @@ export class StatsService {
   private attackMap: { at: number; data: Awaited<ReturnType<StatsService['buildAttackMap']>> } | undefined;
 
   constructor(
-    private readonly pool: Pool,
+    private readonly stats: StatsRepository,
     private readonly categories: CategoryService,
     private readonly snapshots: BlacklistSnapshots,
     private readonly clock: Clock,
   ) {}
 
-  /** Reports and newly reported addresses (category 0: all) since `from`. */
-  private async activitySince(from: Date | null) {
-    const { rows } = await this.pool.query<{ reports: number; new_ips: number }>({
-      name: 'activity-since',
-      text: `select coalesce(sum(reports), 0)::int as reports, coalesce(sum(new_ips), 0)::int as new_ips
-               from activity_hourly where category = 0 and ($1::timestamptz is null or hour >= $1)`,
-      values: [from],
-    });
-    return rows[0]!;
-  }
-
-  /** Reports per category: all time from the totals, or since `from` from the hourly rollup. */
+  /** Reports per category, with their names. */
   private async categoryCounts(from: Date | null, limit: number | null, only: number | null) {
-    const [{ rows }, names] = await Promise.all([
-      from === null
-        ? this.pool.query<{ category: number; count: number }>({
-            name: 'category-totals',
-            text: `select category, reports::int as count from category_totals
-                    where reports > 0 and ($2::smallint is null or category = $2)
-                    order by count desc, category limit $1`,
-            values: [limit, only],
-          })
-        : this.pool.query<{ category: number; count: number }>({
-            name: 'category-counts',
-            text: `select category, sum(reports)::int as count from activity_hourly
-                    where category <> 0 and hour >= $1 and ($3::smallint is null or category = $3)
-                    group by category having sum(reports) > 0
-                    order by count desc, category limit $2`,
-            values: [from, limit, only],
-          }),
-      this.categories.list(),
-    ]);
+    const [rows, names] = await Promise.all([this.stats.categoryCounts(from, limit, only), this.categories.list()]);
     const nameOf = new Map(names.map((c) => [c.id, c.name]));
     return rows.map((r) => ({ id: r.category, name: nameOf.get(r.category) ?? String(r.category), count: r.count }));
   }
@@ -81,15 +52,11 @@ export class StatsService {
   async publicStats() {
     const now = this.clock.now().getTime();
     const [all, day, week, categoryBreakdown, countries] = await Promise.all([
-      this.activitySince(null),
-      this.activitySince(new Date(floorHour(now - DAY))),
-      this.activitySince(new Date(floorHour(now - 7 * DAY))),
+      this.stats.activitySince(null),
+      this.stats.activitySince(new Date(floorHour(now - DAY))),
+      this.stats.activitySince(new Date(floorHour(now - 7 * DAY))),
       this.categoryCounts(null, null, null),
-      this.pool.query<{ code: string; count: number }>({
-        name: 'top-countries',
-        text: 'select country_code as code, ips as count from country_totals where ips > 0 order by ips desc, country_code limit $1',
-        values: [TOP_COUNTRIES],
-      }),
+      this.stats.topCountriesByAddresses(TOP_COUNTRIES),
     ]);
     return {
       totalIPs: all.new_ips,
@@ -97,26 +64,19 @@ export class StatsService {
       last24h: { newIPs: day.new_ips, newReports: day.reports },
       last7d: { newIPs: week.new_ips, newReports: week.reports },
       categoryBreakdown,
-      topCountries: countries.rows,
+      topCountries: countries,
     };
   }
 
   /** GET /statistics. */
   async statistics() {
     const today = new Date(floorDay(this.clock.now().getTime()));
-    const [all, day, keys] = await Promise.all([
-      this.activitySince(null),
-      this.activitySince(today),
-      this.pool.query<{ count: number }>({
-        name: 'active-keys',
-        text: 'select count(*)::int as count from api_keys where revoked_at is null',
-      }),
-    ]);
+    const [all, day, keys] = await Promise.all([this.stats.activitySince(null), this.stats.activitySince(today), this.stats.activeKeys()]);
     return {
       total_ips: all.new_ips,
       total_reports: all.reports,
       reports_today: day.reports,
-      active_api_keys: keys.rows[0]!.count,
+      active_api_keys: keys,
     };
   }
 
@@ -139,16 +99,8 @@ export class StatsService {
     const buckets = hourly ? 24 : period === '7d' ? 7 : 30;
     const last = hourly ? floorHour(now) : floorDay(now);
     const first = last - (buckets - 1) * step;
-    const [{ rows }, topCategories] = await Promise.all([
-      this.pool.query<{ bucket: Date; reports: number; new_ips: number }>({
-        name: 'trend-buckets',
-        text: `select date_bin($3::interval, hour, $1::timestamptz) as bucket,
-                      sum(reports)::int as reports, sum(new_ips)::int as new_ips
-                 from activity_hourly
-                where hour >= $1 and category = coalesce($2::smallint, 0)
-                group by 1`,
-        values: [new Date(first), category ?? null, hourly ? '1 hour' : '1 day'],
-      }),
+    const [rows, topCategories] = await Promise.all([
+      this.stats.buckets(new Date(first), hourly ? '1 hour' : '1 day', category ?? null),
       this.categoryCounts(new Date(first), 5, category ?? null),
     ]);
     const byBucket = new Map(rows.map((r) => [r.bucket.getTime(), r]));
@@ -176,31 +128,19 @@ export class StatsService {
 
   private async buildAttackMap(now: number) {
     const [countries, threat, all, today, connections] = await Promise.all([
-      this.pool.query<{ code: string; reports: number }>(
-        `select country_code as code, reports::int as reports from country_totals
-          where reports > 0 order by reports desc, country_code limit $1`,
-        [MAP_COUNTRIES],
-      ),
+      this.stats.topCountriesByReports(MAP_COUNTRIES),
       this.snapshots.countryThreat(),
-      this.activitySince(null),
-      this.activitySince(new Date(floorDay(now))),
-      this.pool.query<{ source: string; target: string; reports: number; score: number }>(
-        `select source_country as source, target_country as target, sum(reports)::int as reports,
-                round(sum(score_sum)::numeric / sum(reports))::int as score
-           from connections_hourly
-          where hour >= $1 and source_country <> target_country
-          group by source_country, target_country
-          order by reports desc, source_country, target_country limit $2`,
-        [new Date(floorHour(now - DAY)), MAP_CONNECTIONS],
-      ),
+      this.stats.activitySince(null),
+      this.stats.activitySince(new Date(floorDay(now))),
+      this.stats.connections(new Date(floorHour(now - DAY)), MAP_CONNECTIONS),
     ]);
     const country_data: Record<string, { count: number; avgThreat: number }> = {};
     const country_info: Record<string, { name: string }> = {};
-    for (const c of countries.rows) {
+    for (const c of countries) {
       country_data[c.code] = { count: c.reports, avgThreat: threat[c.code]?.avgScore ?? 0 };
       country_info[c.code] = { name: countryName(c.code) };
     }
-    const recent_attacks = connections.rows.map((c, i) => {
+    const recent_attacks = connections.map((c, i) => {
       country_info[c.source] ??= { name: countryName(c.source) };
       country_info[c.target] ??= { name: countryName(c.target) };
       return {
@@ -215,7 +155,7 @@ export class StatsService {
       country_data,
       country_info,
       total_reports: all.reports,
-      max_reports: countries.rows[0]?.reports ?? 0,
+      max_reports: countries[0]?.reports ?? 0,
       recent_attacks,
       today_logs: today.reports,
     };

@@ -6,6 +6,7 @@ import { KeySites } from '../../src/keys/sites.js';
 import { SmsTemplates } from '../../src/relay/delivery/templates.js';
 import { MESSAGE_LIMITS } from '../../src/relay/message-rules.js';
 import type { RelayQueue } from '../../src/relay/queue.js';
+import { RelayRepository } from '../../src/relay/repository.js';
 import { relayLimits, RelayService } from '../../src/relay/service.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -26,7 +27,7 @@ beforeAll(async () => {
   caller = { keyId: created.keyId, keyName: '', accountId: created.accountId, role: 'enterprise', licences: 1 };
   const queue = { enqueue: async (_channel: string, id: number) => void queued.push(id), wake: () => undefined } as unknown as RelayQueue;
   const config = loadConfig({});
-  service = new RelayService(s.pool, queue, { ...relayLimits(config.relay), channels: { mail: true, sms: true } }, s.clock, new KeySites(s.pool, s.clock), new SmsTemplates(s.pool, s.clock));
+  service = new RelayService(new RelayRepository(s.pool), queue, { ...relayLimits(config.relay), channels: { mail: true, sms: true } }, s.clock, new KeySites(s.pool, s.clock), new SmsTemplates(s.pool, s.clock));
 });
 afterAll(async () => {
   await s?.close();
