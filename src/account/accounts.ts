@@ -2,13 +2,14 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { SignupMode, WebConfig } from '../config.js';
 import { ROLES, type Role } from '../db/entities.js';
-import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import type { Pool, Queryable } from '../db/pool.js';
 import { checkLicences } from '../keys/keys.js';
 import { checkSmsPrefix, MESSAGE_LIMITS, MessageRuleError } from '../relay/message-rules.js';
-import { recordAudit, type Actor } from './audit.js';
+import type { Actor } from './audit.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
 import { DummyPassword, hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
+import { AccountRepository, type LinkPurpose } from './repository.js';
 import type { Sessions } from './sessions.js';
 
 
@@ -91,13 +92,16 @@ interface LoginRow {
 export class AccountService {
   private readonly dummy: DummyPassword;
 
+  private readonly accounts: AccountRepository;
+
   constructor(
-    private readonly pool: Pool,
+    pool: Pool,
     private readonly clock: Clock,
     private readonly mailer: AccountMailer,
     private readonly sessions: Sessions,
     private readonly settings: AccountSettings,
   ) {
+    this.accounts = new AccountRepository(pool);
     this.dummy = new DummyPassword(settings.scryptCost);
   }
 
@@ -118,48 +122,20 @@ export class AccountService {
     return `${this.settings.publicUrl()}${path}?token=${token}`;
   }
 
-  private async loginOf(db: Queryable, email: string): Promise<LoginRow | undefined> {
-    // The web login of an address, else an account the operator made with it (it may set a password by reset).
-    const { rows } = await db.query<LoginRow>(
-      `select id, email, password_hash, email_verified_at from accounts where lower(email) = $1
-        order by (password_hash is null), id limit 1`,
-      [email],
-    );
-    return rows[0];
-  }
-
-  private async issueToken(db: Queryable, accountId: number, purpose: 'verify' | 'reset'): Promise<string> {
+  private async issueToken(accountId: number, purpose: LinkPurpose, db?: Queryable): Promise<string> {
     const token = newToken();
     const now = this.clock.now();
     const ttl = purpose === 'verify' ? this.settings.verifyTtlMs : this.settings.resetTtlMs;
-    // A new link replaces the older ones of its purpose.
-    await db.query('update account_tokens set used_at = $3 where account_id = $1 and purpose = $2 and used_at is null', [accountId, purpose, now]);
-    await db.query('insert into account_tokens (token_hash, account_id, purpose, created_at, expires_at) values ($1, $2, $3, $4, $5)', [
-      tokenHash(token),
-      accountId,
-      purpose,
-      now,
-      new Date(now.getTime() + ttl),
-    ]);
+    const write = (client: Queryable) => this.accounts.replaceLink(accountId, purpose, tokenHash(token), now, new Date(now.getTime() + ttl), client);
+    await (db ? write(db) : this.accounts.inTransaction(write));
     return token;
   }
 
   /** The account a live link belongs to; `consume` uses it up (once, whoever asks at the same time). */
-  private async redeem(db: Queryable, token: unknown, purpose: 'verify' | 'reset', consume: boolean): Promise<number | undefined> {
+  private async redeem(token: unknown, purpose: LinkPurpose, consume: boolean, db?: Queryable): Promise<number | undefined> {
     if (!looksLikeToken(token)) return undefined;
     const hash = tokenHash(token);
-    const now = this.clock.now();
-    const { rows } = consume
-      ? await db.query<{ account_id: number; token_hash: Buffer }>(
-          `update account_tokens set used_at = $3 where token_hash = $1 and purpose = $2 and used_at is null and expires_at > $3
-           returning account_id, token_hash`,
-          [hash, purpose, now],
-        )
-      : await db.query<{ account_id: number; token_hash: Buffer }>(
-          'select account_id, token_hash from account_tokens where token_hash = $1 and purpose = $2 and used_at is null and expires_at > $3',
-          [hash, purpose, now],
-        );
-    const row = rows[0];
+    const row = await this.accounts.liveLink(hash, purpose, this.clock.now(), consume, db);
     return row && timingSafeEqual(row.token_hash, hash) ? row.account_id : undefined;
   }
 
@@ -179,17 +155,12 @@ export class AccountService {
     }
     // Hashed whether or not it is used, so both answers take as long.
     const passwordHash = await hashPassword(input.password, this.settings.scryptCost);
-    const outcome = await transaction(this.pool, async (client) => {
-      await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`signup:${email}`]);
-      if (await this.loginOf(client, email)) return { known: true as const };
-      const now = this.clock.now();
-      const { rows } = await client.query<{ id: number }>(
-        `insert into accounts (email, role, licences, created_at, password_hash) values ($1, 'free', 1, $2, $3) returning id`,
-        [email, now, passwordHash],
-      );
-      const accountId = rows[0]!.id;
+    const outcome = await this.accounts.inTransaction(async (client) => {
+      await this.accounts.lockSignup(email, client);
+      if (await this.accounts.loginOf(email, client)) return { known: true as const };
+      const accountId = await this.accounts.insertLogin(email, passwordHash, this.clock.now(), client);
       if (this.settings.signup === 'invite') await this.useInvite(client, input.invite!, accountId);
-      return { known: false as const, token: await this.issueToken(client, accountId, 'verify') };
+      return { known: false as const, token: await this.issueToken(accountId, 'verify', client) };
     });
     const site = this.settings.publicUrl();
     if (outcome.known) {
@@ -209,28 +180,28 @@ export class AccountService {
 
   /** Whether a verification link is live (the page asks before using it up, see web/account-pages.ts). */
   async verificationLive(token: unknown): Promise<boolean> {
-    return (await this.redeem(this.pool, token, 'verify', false)) !== undefined;
+    return (await this.redeem(token, 'verify', false)) !== undefined;
   }
 
   async verifyEmail(token: unknown, ip: string): Promise<boolean> {
-    return transaction(this.pool, async (client) => {
-      const accountId = await this.redeem(client, token, 'verify', true);
+    return this.accounts.inTransaction(async (client) => {
+      const accountId = await this.redeem(token, 'verify', true, client);
       if (accountId === undefined) return false;
-      await client.query('update accounts set email_verified_at = coalesce(email_verified_at, $2) where id = $1', [accountId, this.clock.now()]);
-      await recordAudit(client, { accountId, kind: 'email_verified', actor: 'web', ip }, this.clock.now());
+      await this.accounts.markVerified(accountId, this.clock.now(), client);
+      await this.accounts.audit({ accountId, kind: 'email_verified', actor: 'web', ip }, this.clock.now(), client);
       return true;
     });
   }
 
   async signIn(input: { email: unknown; password: string; ip: string }): Promise<SignInResult> {
     const email = normaliseEmail(input.email);
-    const login = email ? await this.loginOf(this.pool, email) : undefined;
+    const login = email ? await this.accounts.loginOf(email) : undefined;
     if (!login?.password_hash || input.password.length > 1024) {
       await this.dummy.burn(input.password.slice(0, 1024));
       return { status: 'wrong' };
     }
     if (!(await verifyPassword(input.password, login.password_hash))) {
-      await recordAudit(this.pool, { accountId: login.id, kind: 'sign_in_failed', actor: 'web', ip: input.ip }, this.clock.now());
+      await this.accounts.audit({ accountId: login.id, kind: 'sign_in_failed', actor: 'web', ip: input.ip }, this.clock.now());
       return { status: 'wrong' };
     }
     if (needsRehash(login.password_hash, this.settings.scryptCost)) {
@@ -238,10 +209,10 @@ export class AccountService {
       // would tell a known address from an unknown one. Made anew now that the password is known
       // (unless a reset changed it meanwhile).
       const fresh = await hashPassword(input.password, this.settings.scryptCost);
-      await this.pool.query('update accounts set password_hash = $3 where id = $1 and password_hash = $2', [login.id, login.password_hash, fresh]);
+      await this.accounts.rehash(login.id, login.password_hash, fresh);
     }
     if (!login.email_verified_at) {
-      const token = await this.issueToken(this.pool, login.id, 'verify');
+      const token = await this.issueToken(login.id, 'verify');
       this.mail({
         to: login.email,
         subject: `${this.settings.serviceName}: confirm your e-mail address`,
@@ -249,7 +220,7 @@ export class AccountService {
       });
       return { status: 'unverified' };
     }
-    await recordAudit(this.pool, { accountId: login.id, kind: 'sign_in', actor: 'web', ip: input.ip }, this.clock.now());
+    await this.accounts.audit({ accountId: login.id, kind: 'sign_in', actor: 'web', ip: input.ip }, this.clock.now());
     return { status: 'ok', accountId: login.id };
   }
 
@@ -260,10 +231,10 @@ export class AccountService {
    */
   async requestReset(emailInput: unknown): Promise<void> {
     const email = normaliseEmail(emailInput);
-    const login = email ? await this.loginOf(this.pool, email) : undefined;
+    const login = email ? await this.accounts.loginOf(email) : undefined;
     if (!login || !this.canMail) return;
     this.mailer.sendAfter(async () => {
-      const token = await this.issueToken(this.pool, login.id, 'reset');
+      const token = await this.issueToken(login.id, 'reset');
       return {
         to: login.email,
         subject: `${this.settings.serviceName}: choose a new password`,
@@ -273,7 +244,7 @@ export class AccountService {
   }
 
   async resetLive(token: unknown): Promise<boolean> {
-    return (await this.redeem(this.pool, token, 'reset', false)) !== undefined;
+    return (await this.redeem(token, 'reset', false)) !== undefined;
   }
 
   /**
@@ -285,24 +256,19 @@ export class AccountService {
     // The cheap checks come first: a live link and an acceptable password, both without using
     // the link up. Only then the 32 MiB scrypt run, so a stranger with made-up links never
     // makes the server hash (the page's per-IP throttle bounds the rest).
-    const owner = await this.redeem(this.pool, token, 'reset', false);
+    const owner = await this.redeem(token, 'reset', false);
     if (owner === undefined) return 'invalid_link';
-    const { rows } = await this.pool.query<{ email: string }>('select email from accounts where id = $1', [owner]);
-    const problem = passwordProblem(password, rows[0]?.email ?? '');
+    const problem = passwordProblem(password, (await this.accounts.emailOf(owner)) ?? '');
     if (problem) return { problem };
     const passwordHash = await hashPassword(password, this.settings.scryptCost);
-    return transaction(this.pool, async (client) => {
+    return this.accounts.inTransaction(async (client) => {
       // Used up here, once, whoever else sent the same link meanwhile.
-      const accountId = await this.redeem(client, token, 'reset', true);
+      const accountId = await this.redeem(token, 'reset', true, client);
       if (accountId === undefined) return 'invalid_link' as const;
       const now = this.clock.now();
-      await client.query('update accounts set password_hash = $2, email_verified_at = coalesce(email_verified_at, $3) where id = $1', [
-        accountId,
-        passwordHash,
-        now,
-      ]);
+      await this.accounts.resetPassword(accountId, passwordHash, now, client);
       await this.sessions.destroyAll(accountId, client);
-      await recordAudit(client, { accountId, kind: 'password_reset', actor: 'web', ip }, now);
+      await this.accounts.audit({ accountId, kind: 'password_reset', actor: 'web', ip }, now, client);
       return 'done' as const;
     });
   }
@@ -312,18 +278,10 @@ export class AccountService {
   /** Marks an account's address verified (for servers that cannot send mail). */
   async verifyByOperator(idOrEmail: string): Promise<{ accountId: number; email: string }> {
     const email = normaliseEmail(idOrEmail);
-    const { rows } = email
-      ? await this.pool.query<{ id: number; email: string }>(
-          'select id, email from accounts where lower(email) = $1 order by (password_hash is null), id limit 1',
-          [email],
-        )
-      : await this.pool.query<{ id: number; email: string }>('select id, email from accounts where id = $1', [
-          /^\d{1,9}$/.test(idOrEmail) ? Number(idOrEmail) : -1,
-        ]);
-    const row = rows[0];
+    const row = await this.accounts.find(email ? { email } : { id: /^\d{1,9}$/.test(idOrEmail) ? Number(idOrEmail) : -1 });
     if (!row) throw new AccountError('unknown_account', `no account ${idOrEmail}`);
-    await this.pool.query('update accounts set email_verified_at = coalesce(email_verified_at, $2) where id = $1', [row.id, this.clock.now()]);
-    await recordAudit(this.pool, { accountId: row.id, kind: 'email_verified', actor: 'cli' }, this.clock.now());
+    await this.accounts.markVerified(row.id, this.clock.now());
+    await this.accounts.audit({ accountId: row.id, kind: 'email_verified', actor: 'cli' }, this.clock.now());
     return { accountId: row.id, email: row.email };
   }
 
@@ -331,15 +289,14 @@ export class AccountService {
   async setRole(accountId: number, role: Role, licences: number | undefined, actor: Actor = 'cli'): Promise<{ role: Role; licences: number }> {
     if (!ROLES.includes(role)) throw new AccountError('unknown_account', `unknown role ${role}`);
     const count = checkLicences(role, licences);
-    return transaction(this.pool, async (client) => {
-      const { rows } = await client.query<{ role: Role; licences: number }>('select role, licences from accounts where id = $1 for update', [accountId]);
-      const before = rows[0];
+    return this.accounts.inTransaction(async (client) => {
+      const before = await this.accounts.roleForUpdate(accountId, client);
       if (!before) throw new AccountError('unknown_account', `no account ${accountId}`);
-      await client.query('update accounts set role = $2, licences = $3 where id = $1', [accountId, role, count]);
+      await this.accounts.setRole(accountId, role, count, client);
       const now = this.clock.now();
-      if (before.role !== role) await recordAudit(client, { accountId, kind: 'role_changed', actor, detail: { from: before.role, to: role } }, now);
+      if (before.role !== role) await this.accounts.audit({ accountId, kind: 'role_changed', actor, detail: { from: before.role, to: role } }, now, client);
       if (before.licences !== count) {
-        await recordAudit(client, { accountId, kind: 'licences_changed', actor, detail: { from: before.licences, to: count } }, now);
+        await this.accounts.audit({ accountId, kind: 'licences_changed', actor, detail: { from: before.licences, to: count } }, now, client);
       }
       return { role, licences: count };
     });
@@ -347,9 +304,9 @@ export class AccountService {
 
   async setSenderName(accountId: number, input: string, ip: string): Promise<string | null> {
     const name = checkSenderName(input);
-    await transaction(this.pool, async (client) => {
-      await client.query('update accounts set sender_name = $2 where id = $1', [accountId, name]);
-      await recordAudit(client, { accountId, kind: 'sender_name_changed', actor: 'web', ip, detail: { to: name } }, this.clock.now());
+    await this.accounts.inTransaction(async (client) => {
+      await this.accounts.setSenderName(accountId, name, client);
+      await this.accounts.audit({ accountId, kind: 'sender_name_changed', actor: 'web', ip, detail: { to: name } }, this.clock.now(), client);
     });
     return name;
   }
@@ -359,37 +316,16 @@ export class AccountService {
     const code = newToken();
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + days * 86_400_000);
-    await this.pool.query('insert into invites (code_hash, note, created_at, expires_at) values ($1, $2, $3, $4)', [
-      tokenHash(code),
-      note.slice(0, 200),
-      now,
-      expiresAt,
-    ]);
+    await this.accounts.insertInvite(tokenHash(code), note.slice(0, 200), now, expiresAt);
     return { code, expiresAt };
   }
 
   private async inviteLive(code: string | undefined): Promise<boolean> {
     if (!looksLikeToken(code)) return false;
-    const { rows } = await this.pool.query('select 1 from invites where code_hash = $1 and used_at is null and expires_at > $2', [
-      tokenHash(code),
-      this.clock.now(),
-    ]);
-    return rows.length === 1;
+    return this.accounts.inviteLive(tokenHash(code), this.clock.now());
   }
 
   private async useInvite(db: Queryable, code: string, accountId: number): Promise<void> {
-    const { rowCount } = await db.query(
-      'update invites set used_at = $2, used_by = $3 where code_hash = $1 and used_at is null and expires_at > $2',
-      [tokenHash(code), this.clock.now(), accountId],
-    );
-    if (rowCount !== 1) throw new AccountError('invalid_invite', 'This invite code is not valid (it may be used or expired).');
-  }
-
-  /** Used and expired links, and invites that expired unused (the scheduled purge). */
-  static async purgeLinks(db: Queryable, clock: Clock): Promise<number> {
-    const now = clock.now();
-    const { rowCount: tokens } = await db.query('delete from account_tokens where expires_at <= $1 or used_at is not null', [now]);
-    const { rowCount: invites } = await db.query('delete from invites where expires_at <= $1 and used_at is null', [now]);
-    return (tokens ?? 0) + (invites ?? 0);
+    if (!(await this.accounts.useInvite(tokenHash(code), accountId, this.clock.now(), db))) throw new AccountError('invalid_invite', 'This invite code is not valid (it may be used or expired).');
   }
 }

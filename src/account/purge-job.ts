@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { WebConfig } from '../config.js';
 import { withClient, type Pool } from '../db/pool.js';
-import { AccountService } from './accounts.js';
+import { AccountRepository } from './repository.js';
 import { AuditTrail } from './audit.js';
 import { Sessions } from './sessions.js';
 import { AuthThrottle } from './throttle.js';
@@ -31,7 +31,7 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebCo
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
       return {
         sessions: await sessions.purge(),
-        links: await AccountService.purgeLinks(client, clock),
+        links: await new AccountRepository(pool).purgeLinks(clock.now(), client),
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
       };
