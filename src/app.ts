@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Orm } from './db/orm.js';
-import type { Pool } from './db/pool.js';
+import { ping, type Pool } from './db/pool.js';
 import type { GeoIp } from './geo/geoip.js';
 import { CategoryService } from './categories/categories.js';
 import { categoryHandlers } from './categories/handlers.js';
@@ -26,6 +26,7 @@ import { KeyAuthenticator } from './keys/keys.js';
 import { keyHandlers } from './keys/handlers.js';
 import { KeySites } from './keys/sites.js';
 import { notificationHandlers } from './notifications/handlers.js';
+import { NotificationConfigRepository } from './notifications/repository.js';
 import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
@@ -129,7 +130,7 @@ export function buildApp(deps: AppDeps): Express {
     ...blacklistHandlers(new BlacklistService(snapshots, categories, clock), snapshots),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
-    ...notificationHandlers(new NotificationConfigs(pool, clock)),
+    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
   };
   const formArrayFieldsOf = formArrayFields(api.document);
@@ -161,7 +162,7 @@ export function buildApp(deps: AppDeps): Express {
       return;
     }
     try {
-      await pool.query('select 1');
+      await ping(pool);
       res.json({ status: 'ok', database: 'up' });
     } catch {
       res.status(503).json({ status: 'unavailable', database: 'down' });

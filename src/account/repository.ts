@@ -40,6 +40,12 @@ export class AccountRepository {
     return rows[0];
   }
 
+  /** An account's role and licences. */
+  async roleOf(accountId: number): Promise<{ role: Role; licences: number } | undefined> {
+    const { rows } = await this.pool.query<{ role: Role; licences: number }>('select role, licences from accounts where id = $1', [accountId]);
+    return rows[0];
+  }
+
   async emailOf(accountId: number): Promise<string | undefined> {
     const { rows } = await this.pool.query<{ email: string }>('select email from accounts where id = $1', [accountId]);
     return rows[0]?.email;

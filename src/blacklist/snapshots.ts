@@ -6,6 +6,9 @@ import type { IpAggregate } from '../reputation/repository.js';
 import { scoreAggregate } from '../reputation/service.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
 
+/** Any stable 64-bit number: the lock that lets one process at a time regenerate on schedule. */
+const REGENERATION_LOCK = 7_260_112_005;
+
 /** The current snapshot's identity: what an ETag is made of. */
 export interface SnapshotHead {
   id: number;
@@ -160,6 +163,19 @@ export class BlacklistSnapshots {
   /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
   async regenerate(progress: Progress = silentProgress): Promise<RegenerationResult> {
     return (await this.regenerateIf(async () => true, progress))!;
+  }
+
+  /**
+   * The scheduled regeneration: once across every process (the first to take the lock), and
+   * only when the last snapshot was checked `intervalMs` ago or more.
+   */
+  regenerateIfDue(intervalMs: number): Promise<RegenerationResult | undefined> {
+    return this.regenerateIf(async (client) => {
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
+      if (!rows[0]!.locked) return false;
+      const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
+      return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= intervalMs;
+    });
   }
 
   /**

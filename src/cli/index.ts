@@ -22,6 +22,7 @@ import { writeFile } from 'node:fs/promises';
 import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/categories.js';
 import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
+import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
 
 /**
@@ -389,9 +390,9 @@ program
     const config = loadConfig();
     const progress = consoleProgress();
     const result = await withDatabase(async (db) => {
-      const { rows } = await db.pool.query<{ role: Role; licences: number }>('select role, licences from accounts where id = $1', [opts.account]);
-      if (!rows[0]) throw new Error(`no account ${opts.account}`);
-      const caller = { keyId: 'cli', keyName: 'cli', accountId: opts.account, role: rows[0].role, licences: rows[0].licences };
+      const account = await new AccountRepository(db.pool).roleOf(opts.account);
+      if (!account) throw new Error(`no account ${opts.account}`);
+      const caller = { keyId: 'cli', keyName: 'cli', accountId: opts.account, role: account.role, licences: account.licences };
       const geo = await openGeoIp({ ...config.geoip, progress });
       const reputation = new ReputationService(new ReputationRepository(db.pool), new CategoryService(db.orm.em.fork(), systemClock), geo, systemClock);
       const step = progress.step(`importing ${file}`, (await stat(file)).size);

@@ -91,6 +91,11 @@ export async function withClient<T>(pool: Pool, work: (client: pg.PoolClient) =>
   }
 }
 
+/** Whether the database answers: one round trip (the readiness check). */
+export async function ping(pool: Pool): Promise<void> {
+  await pool.query('select 1');
+}
+
 /** Runs `work` in a transaction on one connection; rolls back when it throws. */
 export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return withClient(pool, async (client) => {

@@ -3,9 +3,6 @@ import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
 import type { Clock } from '../clock.js';
 import { incidentLogger } from '../logging.js';
 
-/** Any stable number: the advisory lock that lets one process regenerate at a time. */
-const REGENERATION_LOCK = 7_260_112_005;
-
 /**
  * Regenerates the blacklist every `intervalMs`, exactly once across all server processes:
  * each process wakes up at most every minute, and the one that takes the advisory lock
@@ -46,12 +43,7 @@ export class BlacklistJob {
   /** Regenerates when due and this process holds the lock; returns whether it did. */
   async runIfDue(): Promise<boolean> {
     const started = Date.now();
-    const result = await this.snapshots.regenerateIf(async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
-      if (!rows[0]!.locked) return false;
-      const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
-      return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= this.intervalMs;
-    });
+    const result = await this.snapshots.regenerateIfDue(this.intervalMs);
     if (!result) return false;
     this.logger.info({ ...result, ms: Date.now() - started }, 'blacklist regenerated');
     return true;

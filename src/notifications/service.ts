@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
-import type { Queryable } from '../db/pool.js';
+import type { NotificationConfigRepository } from './repository.js';
 import { unprocessable } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { siteHost } from '../keys/sites.js';
@@ -34,7 +34,7 @@ function siteOf(url: string, location: 'body' | 'query'): string {
  */
 export class NotificationConfigs {
   constructor(
-    private readonly db: Queryable,
+    private readonly configs: NotificationConfigRepository,
     private readonly clock: Clock,
   ) {}
 
@@ -54,24 +54,14 @@ export class NotificationConfigs {
       invalid(err);
     }
     const now = this.clock.now();
-    await this.db.query(
-      `insert into notification_configs (key_id, site, site_url, recipients, from_name, from_email, updated_at)
-       values ($1, $2, $3, $4, $5, $6, $7)
-       on conflict (key_id, site) do update set site_url = excluded.site_url, recipients = excluded.recipients,
-         from_name = excluded.from_name, from_email = excluded.from_email, updated_at = excluded.updated_at`,
-      [caller.keyId, site, input.site_url, recipients, fromName, fromEmail, now],
-    );
+    await this.configs.save(caller.keyId, site, { site_url: input.site_url, recipients, from_name: fromName, from_email: fromEmail }, now);
     return { site_url: input.site_url, site, recipients, from_name: fromName, from_email: fromEmail, updatedAt: now.toISOString() };
   }
 
   /** The configuration of a site of the key, or undefined. */
   async get(caller: Caller, siteUrl: string): Promise<NotificationConfig | undefined> {
     const site = siteOf(siteUrl, 'query');
-    const { rows } = await this.db.query<{ site_url: string; recipients: string[]; from_name: string; from_email: string; updated_at: Date }>(
-      'select site_url, recipients, from_name, from_email, updated_at from notification_configs where key_id = $1 and site = $2',
-      [caller.keyId, site],
-    );
-    const row = rows[0];
+    const row = await this.configs.get(caller.keyId, site);
     if (!row) return undefined;
     return { site_url: row.site_url, site, recipients: row.recipients, from_name: row.from_name, from_email: row.from_email, updatedAt: row.updated_at.toISOString() };
   }
