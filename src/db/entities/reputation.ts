@@ -1,0 +1,142 @@
+import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
+import type { Account } from '../entities.js';
+import { bigintNumber, numberArray } from './types.js';
+
+/** Addresses are canonical text (IPv4 dotted quad, IPv6 RFC 5952), so a prefix search is a range scan. */
+export interface Report {
+  [OptionalProps]?: 'comment' | 'aggregationCount' | 'reporterCountry';
+  id: number;
+  ip: string;
+  account: Account;
+  reporterRole: string;
+  categories: number[];
+  comment: string;
+  reportedAt: Date;
+  /** Later reports of the same reporter and address folded into this one. */
+  aggregationCount: number;
+  /** The country of the reporter's address at report time (the attack map's target). */
+  reporterCountry: string | null;
+}
+
+/** The per-address aggregate, maintained as reports arrive. */
+export interface IpStats {
+  [PrimaryKeyProp]?: 'ip';
+  [OptionalProps]?: 'positiveFeedback';
+  ip: string;
+  totalReports: number;
+  reportRows: number;
+  uniqueReporters: number;
+  honeypotReports: number;
+  firstReportedAt: Date;
+  lastReportedAt: Date;
+  categories: number[];
+  maxSeverity: number;
+  decaySum: number;
+  countryCode: string | null;
+  asn: number | null;
+  isp: string | null;
+  positiveFeedback: number;
+}
+
+/** The accounts that have reported an address (no foreign key: a plain account id). */
+export interface IpReporter {
+  [PrimaryKeyProp]?: ['ip', 'accountId'];
+  ip: string;
+  accountId: number;
+}
+
+/** Positive feedback: an address a site unblocked, once per account and address. */
+export interface IpFeedback {
+  [OptionalProps]?: 'reason';
+  id: number;
+  ip: string;
+  account: Account;
+  /** The key it came with; no foreign key, so it outlives the key. */
+  keyId: string | null;
+  reason: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A range of the operator's whitelist (table `whitelist`). */
+export interface WhitelistRange {
+  [PrimaryKeyProp]?: 'range';
+  [OptionalProps]?: 'note' | 'createdAt';
+  /** CIDR, host bits cleared. */
+  range: string;
+  note: string;
+  createdAt: Date;
+}
+
+export const ReportEntity = new EntitySchema<Report>({
+  name: 'Report',
+  tableName: 'reports',
+  properties: {
+    id: { type: bigintNumber(), primary: true, autoincrement: true },
+    ip: { type: 'text' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
+    reporterRole: { type: 'text', fieldName: 'reporter_role' },
+    categories: { type: numberArray(), columnType: 'smallint[]' },
+    comment: { type: 'text', default: '' },
+    reportedAt: { type: 'Date', fieldName: 'reported_at' },
+    aggregationCount: { type: 'integer', fieldName: 'aggregation_count', default: 0 },
+    reporterCountry: { type: 'text', fieldName: 'reporter_country', nullable: true },
+  },
+});
+
+export const IpStatsEntity = new EntitySchema<IpStats>({
+  name: 'IpStats',
+  tableName: 'ip_stats',
+  properties: {
+    ip: { type: 'text', primary: true },
+    totalReports: { type: 'integer', fieldName: 'total_reports' },
+    reportRows: { type: 'integer', fieldName: 'report_rows' },
+    uniqueReporters: { type: 'integer', fieldName: 'unique_reporters' },
+    honeypotReports: { type: 'integer', fieldName: 'honeypot_reports' },
+    firstReportedAt: { type: 'Date', fieldName: 'first_reported_at' },
+    lastReportedAt: { type: 'Date', fieldName: 'last_reported_at' },
+    categories: { type: numberArray(), columnType: 'smallint[]' },
+    maxSeverity: { type: 'smallint', fieldName: 'max_severity' },
+    decaySum: { type: 'double', runtimeType: 'number', columnType: 'double precision', fieldName: 'decay_sum' },
+    countryCode: { type: 'text', fieldName: 'country_code', nullable: true },
+    asn: { type: 'integer', nullable: true },
+    isp: { type: 'text', nullable: true },
+    positiveFeedback: { type: 'integer', fieldName: 'positive_feedback', default: 0 },
+  },
+});
+
+export const IpReporterEntity = new EntitySchema<IpReporter>({
+  name: 'IpReporter',
+  tableName: 'ip_reporters',
+  properties: {
+    ip: { type: 'text', primary: true },
+    accountId: { type: 'integer', fieldName: 'account_id', primary: true },
+  },
+});
+
+export const IpFeedbackEntity = new EntitySchema<IpFeedback>({
+  name: 'IpFeedback',
+  tableName: 'ip_feedback',
+  uniques: [{ properties: ['ip', 'account'] }],
+  properties: {
+    id: { type: bigintNumber(), primary: true, autoincrement: true },
+    ip: { type: 'text' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
+    keyId: { type: 'uuid', fieldName: 'key_id', nullable: true },
+    reason: { type: 'text', default: '' },
+    createdAt: { type: 'Date', fieldName: 'created_at' },
+    updatedAt: { type: 'Date', fieldName: 'updated_at' },
+  },
+});
+
+export const WhitelistRangeEntity = new EntitySchema<WhitelistRange>({
+  name: 'WhitelistRange',
+  tableName: 'whitelist',
+  properties: {
+    range: { type: 'string', columnType: 'cidr', primary: true },
+    note: { type: 'text', default: '' },
+    createdAt: { type: 'Date', fieldName: 'created_at', defaultRaw: 'now()' },
+  },
+});
+
+export const reputationEntities = [ReportEntity, IpStatsEntity, IpReporterEntity, IpFeedbackEntity, WhitelistRangeEntity];
