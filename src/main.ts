@@ -46,7 +46,7 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     api,
   });
   const blacklistJob = new BlacklistJob(
-    blacklistSnapshots(database.pool, systemClock),
+    blacklistSnapshots(database.pool, systemClock, config.blacklistHistory),
     systemClock,
     config.blacklistIntervalMs,
     logger,

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { sendData } from '../http/envelope.js';
+import { ifNoneMatchHas } from '../http/etag.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { BlacklistService, ListParams, ListVariant } from './service.js';
 import type { BlacklistSnapshots } from './snapshots.js';
@@ -11,20 +12,21 @@ const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;
 const SUNSET = new Date(Date.UTC(2027, 11, 31, 23, 59, 59)).toUTCString();
 
 async function send(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
-  const result = await list.list(params, variant, ifNoneMatch);
-  res.setHeader('ETag', result.etag);
+  const answer = await list.list(params, variant);
+  res.setHeader('ETag', answer.etag);
   res.setHeader('Cache-Control', 'private, no-cache');
   if (variant !== 'standard') {
     res.setHeader('Deprecation', DEPRECATION);
     res.setHeader('Sunset', SUNSET);
     res.setHeader('Link', `</api/v2/blacklist${variant === 'git' ? '?format=txt' : ''}>; rel="successor-version"`);
   }
-  if (result.status === 304) {
+  if (ifNoneMatchHas(ifNoneMatch, answer.etag)) {
     res.status(304).end();
     return;
   }
-  res.status(200).setHeader('Content-Type', result.contentType);
-  await pipeline(Readable.from(result.body), res);
+  const { contentType, body } = await answer.open();
+  res.status(200).setHeader('Content-Type', contentType);
+  await pipeline(Readable.from(body), res);
 }
 
 export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSnapshots): Handlers {

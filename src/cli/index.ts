@@ -329,7 +329,7 @@ program
   .description('score every reported address into a new snapshot now (the server does it every BLACKLIST_INTERVAL_MINUTES)')
   .option('--json', 'print a JSON object')
   .action(async (opts: { json?: boolean }) => {
-    const result = await withDatabase((db) => blacklistSnapshots(db.pool, systemClock).regenerate(consoleProgress()));
+    const result = await withDatabase((db) => blacklistSnapshots(db.pool, systemClock, loadConfig().blacklistHistory).regenerate(consoleProgress()));
     print(result, !!opts.json, () =>
       result.changed
         ? `new snapshot ${result.snapshotId}: ${result.entries} addresses`

@@ -5,6 +5,7 @@ import { errorBody } from './envelope.js';
 import { ApiError, errorCode, type ErrorLocation, type FieldError } from './errors.js';
 import type { Metering } from './metering.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
+import { DomainError } from '../domain-errors.js';
 import { incidentLogger } from '../logging.js';
 
 interface ValidatorError extends Error {
@@ -70,9 +71,15 @@ interface Mapped {
   code?: string;
 }
 
+/** The status of each kind of domain error (see domain-errors.ts). */
+const DOMAIN_STATUS: Record<DomainError['kind'], number> = { invalid: 400, refused: 422, gone: 410, too_large: 413 };
+
 function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<typeof incidentLogger>): Mapped {
   if (err instanceof ApiError) {
     return { status: err.status, message: err.message, ...err.options };
+  }
+  if (err instanceof DomainError) {
+    return { status: DOMAIN_STATUS[err.kind], message: err.message, code: err.code, errors: err.field ? [err.field] : undefined };
   }
   const bodyError = err as BodyParserError;
   switch (bodyError?.type) {

@@ -57,6 +57,7 @@ export const OPERATIONS: Record<OperationId, OperationRule> = {
   listBlacklistCategories: {},
   getBlacklistStats: {},
   checkIp: { feature: 'check', chargeWithKey: 'check' },
+  checkBlock: { feature: 'check', chargeWithKey: 'check', chargedByHandler: true },
   submitWhitelistFeedback: { feature: 'feedback', chargeWithKey: 'report', chargedByHandler: true },
   getNotificationConfig: { feature: 'verify' },
   saveNotificationConfig: { feature: 'verify' },

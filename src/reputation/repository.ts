@@ -119,6 +119,31 @@ export class ReputationRepository {
     return rows.map(toAggregate);
   }
 
+  /**
+   * The reported addresses from `first` to `last` (a network), most recently reported first,
+   * at most `max` of them, and how many there are; with `since`, only those reported since.
+   */
+  async inNetwork(first: string, last: string, max: number, since?: Date): Promise<{ count: number; aggregates: IpAggregate[] }> {
+    const [counted, found] = await Promise.all([
+      this.pool.query<{ n: number }>({
+        name: 'network-count',
+        text: `select count(*)::int as n from ip_stats s
+                where s.ip::inet between $1::inet and $2::inet and ($3::timestamptz is null or s.last_reported_at >= $3)`,
+        values: [first, last, since ?? null],
+      }),
+      this.pool.query<AggregateRow>({
+        name: 'network-aggregates',
+        text: `select s.ip, ${AGGREGATE_COLUMNS},
+                      exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+                 from ip_stats s
+                where s.ip::inet between $1::inet and $2::inet and ($3::timestamptz is null or s.last_reported_at >= $3)
+                order by s.last_reported_at desc limit $4`,
+        values: [first, last, since ?? null, max],
+      }),
+    ]);
+    return { count: counted.rows[0]!.n, aggregates: found.rows.map(toAggregate) };
+  }
+
   /** Reports about an address, newest first. */
   async history(ip: string, limit: number, offset: number): Promise<ReportRecord[]> {
     const { rows } = await this.pool.query<{

@@ -5,7 +5,8 @@ import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { ApiError, unprocessable, within } from '../http/errors.js';
 import type { Caller } from '../keys/keys.js';
-import { parseIp, unreportableReason, type ParsedIp } from './ip.js';
+import { DomainError, inRange } from '../domain-errors.js';
+import { addressToBigInt, parseIp, parseNetwork, unreportableReason, type ParsedIp } from './ip.js';
 import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
 import { computeScore, decayContribution, type Score } from './score.js';
 
@@ -22,6 +23,10 @@ export const SEARCH_QUERY_MAX = 64;
 export const REPORT_CATEGORIES_MAX = 30;
 export const HISTORY_PAGE_MAX = 10_000;
 export const HISTORY_PER_PAGE_MAX = 100;
+/** A network check scores at most this many addresses: every address of an IPv4 /16. */
+export const NETWORK_ADDRESSES_MAX = 65_536;
+/** The widest network a check takes, per IP version. */
+const NETWORK_PREFIX_MIN = { 4: 16, 6: 48 } as const;
 /** AS numbers are 32-bit (RFC 6793); those stored with addresses fit PostgreSQL's integer. */
 const MAX_ASN = 4_294_967_295;
 const MAX_STORED_ASN = 2_147_483_647;
@@ -191,6 +196,55 @@ export class ReputationService {
       categories: a.categories,
     }));
     return { results, checked: results.length, invalid };
+  }
+
+  /**
+   * GET /check-block: the reported addresses of an IPv4 /16-/32 or IPv6 /48-/128 network,
+   * highest score first. Charges one check per address returned, at least one; a refused
+   * charge answers nothing. `since`: only addresses reported since.
+   */
+  async checkBlock(network: string, limit: number, charge: Charge, since?: Date) {
+    inRange('query', 'limit', limit, 1, NETWORK_ADDRESSES_MAX);
+    const parsed = parseNetwork(network.trim());
+    if (!parsed) {
+      const message = 'must be a network in CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/48';
+      throw new DomainError('invalid', 'invalid_request', `Invalid request: query parameter 'network' ${message}.`, { location: 'query', name: 'network', message });
+    }
+    const widest = NETWORK_PREFIX_MIN[parsed.version];
+    if (parsed.prefix < widest) {
+      const message = `an IPv${parsed.version} network must be /${widest} to /${parsed.version === 4 ? 32 : 128}`;
+      throw new DomainError(
+        'refused',
+        'network_too_large',
+        `${parsed.cidr} is wider than /${widest}; check IPv4 networks from /16 to /32 and IPv6 networks from /48 to /128.`,
+        { location: 'query', name: 'network', message },
+      );
+    }
+    const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
+    await charge(Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX)));
+    const scored = aggregates
+      .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
+      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0))
+      .slice(0, limit);
+    return {
+      network: parsed.cidr,
+      networkAddress: parsed.firstAddress,
+      prefixLength: parsed.prefix,
+      netmask: parsed.netmask,
+      firstAddress: parsed.firstAddress,
+      lastAddress: parsed.lastAddress,
+      addressCount: (parsed.last - parsed.first + 1n).toString(),
+      reportedCount: count,
+      truncated: scored.length < count,
+      reported: scored.map(({ aggregate, score }) => ({
+        ip: aggregate.ip,
+        abuseConfidencePercentage: score,
+        totalReports: aggregate.totalReports,
+        lastReportedAt: aggregate.lastReportedAt!.toISOString(),
+        categories: aggregate.categories,
+        countryCode: this.place(aggregate).countryCode,
+      })),
+    };
   }
 
   /**

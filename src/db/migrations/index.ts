@@ -9,6 +9,7 @@ import { Migration20261123000000SecurityScopes } from './Migration20261123000000
 import { Migration20261123010000FieldClients } from './Migration20261123010000FieldClients.js';
 import { Migration20261124000000Accounts } from './Migration20261124000000Accounts.js';
 import { Migration20261125000000RelayDelivery } from './Migration20261125000000RelayDelivery.js';
+import { Migration20261126000000Enforcement } from './Migration20261126000000Enforcement.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -22,4 +23,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123010000FieldClients', class: Migration20261123010000FieldClients },
   { name: 'Migration20261124000000Accounts', class: Migration20261124000000Accounts },
   { name: 'Migration20261125000000RelayDelivery', class: Migration20261125000000RelayDelivery },
+  { name: 'Migration20261126000000Enforcement', class: Migration20261126000000Enforcement },
 ];
