@@ -176,7 +176,7 @@ export interface components {
          */
         Scope: string;
         /**
-         * @description The address (or, with `scope=range`, the CIDR range) asked about.
+         * @description The value asked about, compared with the decisions' values: an address finds its `Ip` decision (this server issues no other scope, so `scope=range` finds none).
          * @example 203.0.113.7
          */
         Value: string;
@@ -275,7 +275,7 @@ export interface operations {
                  */
                 scope?: components["parameters"]["Scope"];
                 /**
-                 * @description The address (or, with `scope=range`, the CIDR range) asked about.
+                 * @description The value asked about, compared with the decisions' values: an address finds its `Ip` decision (this server issues no other scope, so `scope=range` finds none).
                  * @example 203.0.113.7
                  */
                 value?: components["parameters"]["Value"];

@@ -7,8 +7,8 @@ import { BLACKLIST_CATEGORIES } from './categories.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
 import { LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead, type Streamed } from './snapshots.js';
 
-/** Which endpoint asks: the list, or one of the deprecated forms of it. */
-export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git';
+/** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
+export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';
 export type ListFormat = 'json' | 'txt' | 'csv' | FirewallFormat;
 
 export interface ListParams {
@@ -21,7 +21,13 @@ export interface ListParams {
   limit?: number;
   aggregate?: boolean;
   since?: string;
+  /** AbuseIPDB's filters: country codes, and one IP version. */
+  onlyCountries?: string;
+  exceptCountries?: string;
+  ipVersion?: 4 | 6;
 }
+
+const countryList = (text: string | undefined) => (text ? [...new Set(text.toUpperCase().split(','))].sort() : undefined);
 
 export const DEFAULT_CONFIDENCE = 75;
 export const DEFAULT_LIMIT = 10_000;
@@ -173,14 +179,16 @@ export class BlacklistService {
     if (params.since !== undefined && NO_DELTA.has(format)) {
       throw refuseCombination('since', `format=${format} has no delta form; fetch the whole list without since.`, `not taken by format=${format}`);
     }
-    const family = FORMAT_FAMILY[format as FirewallFormat];
-    return { confidence, categories, format, limit, variant, aggregate, since: params.since, family };
+    const family = params.ipVersion ?? FORMAT_FAMILY[format as FirewallFormat];
+    const countries = { only: countryList(params.onlyCountries), except: countryList(params.exceptCountries) };
+    return { confidence, categories, format, limit, variant, aggregate, since: params.since, family, countries };
   }
 
   /** The tag of a list: the snapshot's content and every parameter that shapes the body. */
   private tag(head: SnapshotHead, query: Query): string {
     const shape = [head.contentHash, query.variant, query.format, query.confidence, query.categories?.join('|') ?? '', query.limit];
     if (query.aggregate) shape.push('aggregate');
+    if (query.variant === 'abuseipdb') shape.push(query.family ?? '', query.countries.only?.join('|') ?? '', query.countries.except?.join('|') ?? '');
     return `"bl-${createHash('sha256').update(shape.join('/')).digest('hex').slice(0, 16)}"`;
   }
 
@@ -236,7 +244,14 @@ export class BlacklistService {
   }
 
   private filter(query: Query): EntryFilter {
-    return { minScore: query.confidence, categories: query.categories, limit: query.limit, family: query.family };
+    return {
+      minScore: query.confidence,
+      categories: query.categories,
+      limit: query.limit,
+      family: query.family,
+      onlyCountries: query.countries.only,
+      exceptCountries: query.countries.except,
+    };
   }
 
   private heading(query: Query, head: SnapshotHead, delta?: { since: string; etag: string }): Heading {
@@ -268,17 +283,21 @@ export class BlacklistService {
   /** json, csv and txt: lines PostgreSQL writes in their final form. */
   private async *renderLines(selection: Selection, query: Query, head: SnapshotHead): AsyncGenerator<string> {
     const json = query.format === 'json';
-    const shape = json ? (query.variant === 'detailed' ? 'json-detailed' : 'json') : query.format === 'csv' ? 'csv' : 'txt';
+    const generatedAt = this.heading(query, head).generatedAt.toISOString();
+    const abuseipdb = query.variant === 'abuseipdb';
+    const shape = json ? (abuseipdb ? 'json-abuseipdb' : query.variant === 'detailed' ? 'json-detailed' : 'json') : query.format === 'csv' ? 'csv' : 'txt';
     let count = 0;
-    yield json ? '{"data":[' : query.format === 'csv' ? `${CSV_HEADER}\n` : '';
+    // AbuseIPDB's `meta` (the time alone) comes first; this API's follows `data`, with the count.
+    if (abuseipdb && json) yield `{"meta":${JSON.stringify({ generatedAt: generatedAt.replace(/\.\d{3}Z$/, '+00:00') })},"data":[`;
+    else yield json ? '{"data":[' : query.format === 'csv' ? `${CSV_HEADER}\n` : '';
     for await (const { line } of drain(await this.snapshots.lines(selection, shape))) {
       yield json ? (count ? ',' : '') + line : line + '\n';
       count++;
     }
-    if (json) {
-      // `data` streams first and `meta` follows, once the count is known.
+    if (abuseipdb && json) yield ']}';
+    else if (json) {
       const meta = {
-        generatedAt: this.heading(query, head).generatedAt.toISOString(),
+        generatedAt,
         confidence: String(query.confidence),
         confidenceMinimum: String(query.confidence),
         count,

@@ -7,6 +7,7 @@ import type { Metering } from './metering.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { DomainError } from '../domain-errors.js';
 import { incidentLogger } from '../logging.js';
+import { protocolError, protocolOf } from './protocols.js';
 
 interface ValidatorError extends Error {
   status: number;
@@ -153,8 +154,15 @@ export function errorHandler(logger: Logger, metering: Metering) {
       res.destroy();
       return;
     }
-    if (mapped.status !== 503) await metering.ensureHeaders(req, res);
+    const protocol = protocolOf(req.path);
+    // Bouncers have no daily counter: no rate-limit headers for them.
+    if (mapped.status !== 503 && protocol !== 'crowdsec') await metering.ensureHeaders(req, res);
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
+    if (protocol) {
+      const { status, body } = protocolError(protocol, mapped, res);
+      res.status(status).json(body);
+      return;
+    }
     const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
     const relay = operationId !== undefined ? OPERATIONS[operationId as keyof typeof OPERATIONS]?.relay : RELAY_PATH.test(req.path);

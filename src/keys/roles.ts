@@ -1,11 +1,14 @@
 import type { Role } from '../db/entities.js';
 import type { operations } from '../../generated/api.js';
+import type { operations as abuseipdbOperations } from '../../generated/abuseipdb-api.js';
 
 /**
  * The one table of who may do what and what it costs. Authentication, access checks, metering,
- * rate-limit headers and /verify-key all read it; no handler checks a role itself.
+ * rate-limit headers and /verify-key all read it; no handler checks a role itself. It covers the
+ * operations called with this server's API keys: /api/v2's and the AbuseIPDB adapter's, which
+ * charge the same counters as their counterparts. (CrowdSec bouncers have keys of their own.)
  */
-export type OperationId = keyof operations;
+export type OperationId = keyof operations | keyof abuseipdbOperations;
 
 export type Feature =
   | 'check'
@@ -75,6 +78,13 @@ export const OPERATIONS: Record<OperationId, OperationRule> = {
   getBlacklistDetailed: { feature: 'blacklist' },
   getBlacklistCombined: { feature: 'blacklist' },
   exportBlacklistGit: { feature: 'blacklist' },
+  // AbuseIPDB API v2 (src/abuseipdb/): the rules of the counterpart in /api/v2.
+  abuseipdbCheck: { feature: 'check', chargeWithKey: 'check', countsSite: false },
+  abuseipdbReport: { feature: 'report', chargeWithKey: 'report', chargedByHandler: true, countsSite: false },
+  abuseipdbBlacklist: { feature: 'blacklist', countsSite: false },
+  abuseipdbBulkReport: { feature: 'bulk_report', chargeWithKey: 'report', chargedByHandler: true, countsSite: false },
+  abuseipdbCheckBlock: { feature: 'check', chargeWithKey: 'check', chargedByHandler: true, countsSite: false },
+  abuseipdbClearAddress: { feature: 'report', countsSite: false },
 };
 
 export interface RolePolicy {

@@ -8,7 +8,7 @@ import type { Caller } from '../keys/keys.js';
 import { DomainError, inRange } from '../domain-errors.js';
 import { addressToBigInt, parseIp, parseNetwork, unreportableReason, type ParsedIp } from './ip.js';
 import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
-import { computeScore, decayContribution, type Score } from './score.js';
+import { computeScore, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 /** Charges the operation's daily counter, or throws 429 (see http/metering.ts). */
 export type Charge = (units: number, db?: Queryable) => Promise<void>;
@@ -64,7 +64,8 @@ export const cleanComment = (comment: string) => comment.replace(/\r\n?/g, '\n')
 type Refusal = { field: 'ip' | 'categories'; code: 'invalid_request' | 'address_not_reportable' | 'unknown_category'; message: string };
 type Validated = { report: NewReport; ignored: number[]; truncated: boolean };
 
-type CsvLine = { line: number; input: string } & (
+/** A line of a bulk report: parsed, or refused with why. */
+export type CsvLine = { line: number; input: string } & (
   | { ip: string; categories: number[]; comment: string }
   | { error: string }
 );
@@ -330,11 +331,19 @@ export class ReputationService {
     if (Buffer.byteLength(csv, 'utf8') > BULK_REPORT_MAX_BYTES) {
       throw new ApiError(413, `The CSV is larger than ${BULK_REPORT_MAX_BYTES} bytes; split it into several requests.`);
     }
-    const lines = this.parseCsv(csv);
+    const answer = await this.reportLines(caller, reporterIp, this.parseCsv(csv), charge);
+    return { ...answer, errors: answer.errors.map(({ field: _field, ...error }) => error) };
+  }
+
+  /**
+   * Reports lines parsed from a CSV (this API's or AbuseIPDB's): every line is charged (all or
+   * nothing), valid ones stored, refused ones returned with why.
+   */
+  async reportLines(caller: Caller, reporterIp: string, lines: CsvLine[], charge: Charge) {
     if (lines.length > BULK_REPORT_MAX_LINES) {
       throw new ApiError(413, `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
     }
-    const errors: { line: number; input: string; error: string }[] = [];
+    const errors: { line: number; input: string; error: string; field?: Refusal['field'] }[] = [];
     const warnings: { line: number; message: string }[] = [];
     const valid: NewReport[] = [];
     for (const line of lines) {
@@ -344,7 +353,7 @@ export class ReputationService {
       }
       const validated = await this.validateReport(line.ip, line.categories, line.comment);
       if ('field' in validated) {
-        errors.push({ line: line.line, input: line.input, error: validated.message });
+        errors.push({ line: line.line, input: line.input, error: validated.message, field: validated.field });
         continue;
       }
       valid.push(validated.report);
@@ -354,6 +363,22 @@ export class ReputationService {
     if (valid.length) await this.store(caller, reporterIp, valid, charge, lines.length);
     else if (lines.length) await charge(lines.length);
     return { success_count: valid.length, error_count: errors.length, errors, warnings };
+  }
+
+  /**
+   * The reports about an address of the last `days` days (AbuseIPDB's `maxAgeInDays`): counts,
+   * the last one and, when `shown` > 0, the newest of them.
+   */
+  async window(ip: string, days: number, shown: number) {
+    inRange('query', 'maxAgeInDays', days, 1, 365);
+    const parsed = this.parse(ip, 'query', 'ipAddress');
+    return this.repository.since(parsed.ip, new Date(this.clock.now().getTime() - days * 86_400_000), shown);
+  }
+
+  /** Deletes the caller's reports about an address (its score follows from the others at once). */
+  async clearReports(caller: Caller, ip: string): Promise<number> {
+    const parsed = this.parse(ip, 'query', 'ipAddress');
+    return this.repository.clear(caller.accountId, parsed.ip, { epochMs: EPOCH_MS, halfLifeMs: HALF_LIFE_MS });
   }
 
   /**

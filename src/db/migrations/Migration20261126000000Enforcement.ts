@@ -5,8 +5,9 @@ import { Migration } from '@mikro-orm/migrations';
  * network checks.
  *
  * - `bouncers`: one row per bouncer key an operator made (only the key's SHA-256 is kept),
- *   with its choice of list and the snapshot its last pull answered from (the base of its
- *   next delta; no foreign key, snapshots come and go).
+ *   with its choice of list, the snapshot and choice its last pull answered from (the base of
+ *   its next delta; no foreign key, snapshots come and go) and when, from where and as what it
+ *   was last seen.
  * - `blacklist_entries.refresh_phase`: the second of a 12-hour cycle at which the address's
  *   decision is renewed for bouncers (from a hash of the address, so renewals spread out).
  * - Indexes by address on the entries of a snapshot (live bouncers' lookups, ranges) and on
@@ -26,6 +27,8 @@ export class Migration20261126000000Enforcement extends Migration {
         created_at timestamptz not null,
         last_pull_at timestamptz null,
         last_snapshot_id bigint null,
+        last_choice jsonb null,
+        last_seen_at timestamptz null,
         last_ip text null,
         user_agent text null
       )`);
