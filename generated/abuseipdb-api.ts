@@ -480,7 +480,7 @@ export interface components {
     };
     parameters: {
         /**
-         * @description The IPv4 or IPv6 address.
+         * @description The IPv4 or IPv6 address (`ip`: a dotted-quad IPv4 address or an IPv6 address in any RFC 4291 text form). A malformed one is refused with 422 and charges nothing.
          * @example 203.0.113.7
          */
         IpAddress: string;
@@ -566,7 +566,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The IPv4 or IPv6 address.
+                 * @description The IPv4 or IPv6 address (`ip`: a dotted-quad IPv4 address or an IPv6 address in any RFC 4291 text form). A malformed one is refused with 422 and charges nothing.
                  * @example 203.0.113.7
                  */
                 ipAddress: components["parameters"]["IpAddress"];
@@ -779,7 +779,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The IPv4 or IPv6 address.
+                 * @description The IPv4 or IPv6 address (`ip`: a dotted-quad IPv4 address or an IPv6 address in any RFC 4291 text form). A malformed one is refused with 422 and charges nothing.
                  * @example 203.0.113.7
                  */
                 ipAddress: components["parameters"]["IpAddress"];
