@@ -5,7 +5,7 @@ import { DomainError, inRange } from '../domain-errors.js';
 import { BlockAggregator, blockText, type Block } from '../reputation/ip.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
-import { LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead, type Streamed } from './snapshots.js';
+import { chunked, drain, LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './snapshots.js';
 
 /** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
 export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';
@@ -41,9 +41,6 @@ const CONTENT_TYPES: Record<'json' | 'csv' | 'text', string> = {
 const contentTypeOf = (format: ListFormat) => (format === 'json' || format === 'csv' ? CONTENT_TYPES[format] : CONTENT_TYPES.text);
 
 const CSV_HEADER = 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories';
-
-/** Text is handed on in pieces of about this size. */
-const CHUNK = 64 * 1024;
 
 /**
  * A list as a request asks for it: its `ETag` (which the handler compares with If-None-Match
@@ -94,28 +91,6 @@ const strong = (tag: string) => tag.trim().replace(/^W\//, '');
 
 const refuseCombination = (name: string, message: string, detail: string) =>
   new DomainError('refused', 'invalid_combination', message, { location: 'query', name, message: detail });
-
-/** Joins small pieces of text into chunks of about CHUNK characters. */
-async function* chunked(pieces: AsyncIterable<string>): AsyncGenerator<string> {
-  let buffer = '';
-  for await (const piece of pieces) {
-    buffer += piece;
-    if (buffer.length >= CHUNK) {
-      yield buffer;
-      buffer = '';
-    }
-  }
-  if (buffer) yield buffer;
-}
-
-/** Rows of a cursor, the cursor released however the reading ends. */
-async function* drain<T>(streamed: Streamed<T>): AsyncGenerator<T> {
-  try {
-    yield* streamed.rows;
-  } finally {
-    streamed.release();
-  }
-}
 
 const single = (ip: string): Net => {
   const version = ip.includes(':') ? 6 : 4;

@@ -35,6 +35,31 @@ export interface Streamed<T> {
   release: () => void;
 }
 
+/** The rows of a cursor, the cursor released however the reading ends. */
+export async function* drain<T>(streamed: Streamed<T>): AsyncGenerator<T> {
+  try {
+    yield* streamed.rows;
+  } finally {
+    streamed.release();
+  }
+}
+
+/** Text is handed on in pieces of about this size. */
+const CHUNK = 64 * 1024;
+
+/** Joins small pieces of text into chunks of about CHUNK characters. */
+export async function* chunked(pieces: AsyncIterable<string>): AsyncGenerator<string> {
+  let buffer = '';
+  for await (const piece of pieces) {
+    buffer += piece;
+    if (buffer.length >= CHUNK) {
+      yield buffer;
+      buffer = '';
+    }
+  }
+  if (buffer) yield buffer;
+}
+
 const ISO_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 /** AbuseIPDB writes times with an offset: `2026-11-20T13:58:41+00:00`. */
 const OFFSET_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;

@@ -3,7 +3,7 @@ import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../domain-errors.js';
 import { LIMIT_MAX } from '../blacklist/service.js';
-import { REFRESH_CYCLE_SECONDS, type BlacklistSnapshots, type Columns, type PhaseRanges, type Selection } from '../blacklist/snapshots.js';
+import { chunked, drain, REFRESH_CYCLE_SECONDS, type BlacklistSnapshots, type Columns, type PhaseRanges, type Selection } from '../blacklist/snapshots.js';
 import { parseIp, parseNetwork } from '../reputation/ip.js';
 import type { Bouncer, BouncerChoice, BouncerRepository } from './repository.js';
 
@@ -213,11 +213,8 @@ export class DecisionService {
       deleted = renewAll ? [list(await this.rows(held), (row) => asHeld(row, true))] : [list(changes.removed, (row) => asHeld(row, true))];
     } else {
       const renewed: EntryRow[] = [];
-      const renewals = await this.snapshots.renewals<EntryRow>(current, renewalPhases(t0, t1), ENTRY, moved ? held : undefined);
-      try {
-        for await (const row of renewals.rows) renewed.push(row);
-      } finally {
-        renewals.release();
+      for await (const row of drain(await this.snapshots.renewals<EntryRow>(current, renewalPhases(t0, t1), ENTRY, moved ? held : undefined))) {
+        renewed.push(row);
       }
       added = [list(changes.added, (row) => issue(row)), list(renewed, (row) => issue(row))];
       deleted = [list(changes.removed, (row) => asHeld(row, true)), list(renewed, (row) => asHeld(row, true))];
@@ -226,25 +223,13 @@ export class DecisionService {
   }
 
   private async rows(selection: Selection): Promise<AsyncIterable<EntryRow>> {
-    const streamed = await this.snapshots.stream<EntryRow>(selection, ENTRY);
-    return (async function* () {
-      try {
-        yield* streamed.rows;
-      } finally {
-        streamed.release();
-      }
-    })();
+    return drain(await this.snapshots.stream<EntryRow>(selection, ENTRY));
   }
 
   /** The difference between two lists, held in memory (a regeneration's worth of changes). */
   private async collect(from: Selection, to: Selection) {
     const out = { added: [] as EntryRow[], removed: [] as EntryRow[] };
-    const changes = await this.snapshots.changes<EntryRow>(from, to, ENTRY);
-    try {
-      for await (const row of changes.rows) out[row.change].push(row);
-    } finally {
-      changes.release();
-    }
+    for await (const row of drain(await this.snapshots.changes<EntryRow>(from, to, ENTRY))) out[row.change].push(row);
     return out;
   }
 
@@ -312,38 +297,36 @@ const invalid = (name: string, value: string, what: string) =>
   });
 
 /** `{"new":[…],"deleted":[…]}` written decision by decision, in chunks. */
-async function* jsonLists(lists: [string, AsyncIterable<Decision>[]][]): AsyncGenerator<string> {
-  let buffer = '{';
-  for (const [i, [name, parts]] of lists.entries()) {
-    buffer += `${i ? ',' : ''}"${name}":[`;
-    let first = true;
-    for (const part of parts) {
-      for await (const decision of part) {
-        buffer += (first ? '' : ',') + JSON.stringify(decision);
-        first = false;
-        if (buffer.length >= 64 * 1024) {
-          yield buffer;
-          buffer = '';
+function jsonLists(lists: [string, AsyncIterable<Decision>[]][]): AsyncGenerator<string> {
+  return chunked(
+    (async function* () {
+      yield '{';
+      for (const [i, [name, parts]] of lists.entries()) {
+        yield `${i ? ',' : ''}"${name}":[`;
+        let first = true;
+        for (const part of parts) {
+          for await (const decision of part) {
+            yield (first ? '' : ',') + JSON.stringify(decision);
+            first = false;
+          }
         }
+        yield ']';
       }
-    }
-    buffer += ']';
-  }
-  yield `${buffer}}`;
+      yield '}';
+    })(),
+  );
 }
 
 /** A JSON array written as it is read, or `null` when empty (as the LAPI answers). */
-async function* jsonArrayOrNull(decisions: AsyncIterable<Decision>): AsyncGenerator<string> {
-  let buffer = '';
-  let any = false;
-  for await (const decision of decisions) {
-    buffer += (any ? ',' : '[') + JSON.stringify(decision);
-    any = true;
-    if (buffer.length >= 64 * 1024) {
-      yield buffer;
-      buffer = '';
-    }
-  }
-  yield any ? `${buffer}]` : 'null';
+function jsonArrayOrNull(decisions: AsyncIterable<Decision>): AsyncGenerator<string> {
+  return chunked(
+    (async function* () {
+      let any = false;
+      for await (const decision of decisions) {
+        yield (any ? ',' : '[') + JSON.stringify(decision);
+        any = true;
+      }
+      yield any ? ']' : 'null';
+    })(),
+  );
 }
-

@@ -8,6 +8,7 @@ import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { Whitelist } from '../../src/reputation/whitelist.js';
 import { bouncersOf } from '../support/crowdsec.js';
 import { call } from '../support/http.js';
+import { reportFromAccounts } from '../support/reports.js';
 import { createNetns, netnsAvailable, type Netns } from '../support/netns.js';
 import { eventually } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -40,19 +41,29 @@ let hostAddress: string;
 const veth = `trsv${randomBytes(4).toString('hex')}`;
 const children: ChildProcess[] = [];
 
-async function report(ips: string[]) {
-  for (let r = 0; r < 8; r++) {
-    const { key } = await s.createKey('enterprise');
-    s.clock.advance(1000);
-    const csv = ips.map((ip) => `${ip},18|22,ssh brute force`).join('\n');
-    expect((await call(s.origin, '/api/v2/bulk-report', { key, json: { csv } })).status).toBe(200);
-  }
-}
 const regenerate = () => blacklistSnapshots(s.pool, s.clock).regenerate();
 
 async function sh(command: string) {
   const { execFile } = await import('node:child_process');
   await new Promise<void>((resolve, reject) => execFile('sh', ['-c', command], (err) => (err ? reject(err) : resolve())));
+}
+
+/**
+ * A package's own configuration with api_url and api_key set (all a user changes), and, for the
+ * test, a pull a second, in the foreground, logging to stdout, without its metrics listener.
+ */
+function configured(bouncer: string, key: string, settings: Record<string, string>): string {
+  const all: Record<string, string> = {
+    ...settings,
+    api_url: `http://${hostAddress}:${proxy.port}/crowdsec/`,
+    api_key: key,
+    update_frequency: '1s',
+    daemonize: 'false',
+    log_mode: 'stdout',
+  };
+  let text = readFileSync(`/etc/crowdsec/bouncers/${bouncer}.yaml`, 'utf8');
+  for (const [name, value] of Object.entries(all)) text = text.replace(new RegExp(`^${name}: .*$`, 'm'), `${name}: ${value}`);
+  return text.replace(/^prometheus:\n\s+enabled: true/m, 'prometheus:\n  enabled: false');
 }
 
 /** Starts a bouncer in the namespace; its output is kept for a failing test to show. */
@@ -77,7 +88,7 @@ describe.skipIf(!runnable && !CI)('Debian\'s stock CrowdSec bouncers against thi
     await sh(`ip link add ${veth} type veth peer name ${veth}p && ip link set ${veth}p netns ${ns.name} && ip addr add ${hostAddress}/30 dev ${veth} && ip link set ${veth} up`);
     await ns.sh(`ip addr add 10.${a}.${b}.2/30 dev ${veth}p && ip link set ${veth}p up`);
     proxy = await startTcpProxy('127.0.0.1', Number(new URL(s.origin).port), hostAddress);
-    await report([...FIRST, GONE]);
+    await reportFromAccounts(s, [...FIRST, GONE]);
     await regenerate();
   }, 120_000);
 
@@ -94,20 +105,7 @@ describe.skipIf(!runnable && !CI)('Debian\'s stock CrowdSec bouncers against thi
   it('the firewall bouncer fills its nftables sets from the startup list, then adds and deletes after a regeneration', async () => {
     const { key } = await bouncersOf(s).add('debian-firewall', { confidence: 50 });
     const config = path.join(work, 'firewall.yaml');
-    // The package's configuration with api_url and api_key set, logging to stdout, in the foreground.
-    const stock = readFileSync('/etc/crowdsec/bouncers/crowdsec-firewall-bouncer.yaml', 'utf8');
-    writeFileSync(
-      config,
-      stock
-        .replace(/^mode: .*$/m, 'mode: nftables')
-        .replace(/^api_url: .*$/m, `api_url: http://${hostAddress}:${proxy.port}/crowdsec/`)
-        .replace(/^api_key: .*$/m, `api_key: ${key}`)
-        .replace(/^update_frequency: .*$/m, 'update_frequency: 1s')
-        .replace(/^daemonize: .*$/m, 'daemonize: false')
-        .replace(/^log_mode: .*$/m, 'log_mode: stdout')
-        .replace(/^pid_dir: .*$/m, `pid_dir: ${work}/`)
-        .replace(/^prometheus:\n\s+enabled: true/m, 'prometheus:\n  enabled: false'),
-    );
+    writeFileSync(config, configured('crowdsec-firewall-bouncer', key, { mode: 'nftables', pid_dir: `${work}/` }));
     const bouncer = startBouncer(FIREWALL, config);
     const held = async () => {
       const v4 = await ns.sh('nft list set ip crowdsec crowdsec-blacklists').catch(() => ({ out: '' }));
@@ -117,7 +115,7 @@ describe.skipIf(!runnable && !CI)('Debian\'s stock CrowdSec bouncers against thi
     const holds = async (ip: string) => (await held()).includes(ip);
     try {
       await eventually(async () => (await holds(FIRST[0]!)) && (await holds(FIRST[1]!)) && (await holds(GONE)), 30_000);
-      await report([ADDED]);
+      await reportFromAccounts(s, [ADDED]);
       await new Whitelist(s.pool).add(GONE, 'unblocked');
       await regenerate();
       await eventually(async () => (await holds(ADDED)) && !(await holds(GONE)), 30_000);
@@ -142,25 +140,13 @@ describe.skipIf(!runnable && !CI)('Debian\'s stock CrowdSec bouncers against thi
     chmodSync(script, 0o755);
     writeFileSync(log, '');
     const config = path.join(work, 'custom.yaml');
-    const stock = readFileSync('/etc/crowdsec/bouncers/crowdsec-custom-bouncer.yaml', 'utf8');
-    writeFileSync(
-      config,
-      stock
-        .replace(/^bin_path: .*$/m, `bin_path: ${script}`)
-        .replace(/^api_url: .*$/m, `api_url: http://${hostAddress}:${proxy.port}/crowdsec/`)
-        .replace(/^api_key: .*$/m, `api_key: ${key}`)
-        .replace(/^update_frequency: .*$/m, 'update_frequency: 1s')
-        .replace(/^daemonize: .*$/m, 'daemonize: false')
-        .replace(/^log_mode: .*$/m, 'log_mode: stdout')
-        .replace(/^piddir: .*$/m, `piddir: ${work}/`)
-        .replace(/^prometheus:\n\s+enabled: true/m, 'prometheus:\n  enabled: false'),
-    );
+    writeFileSync(config, configured('crowdsec-custom-bouncer', key, { bin_path: script, piddir: `${work}/` }));
     const bouncer = startBouncer(CUSTOM, config);
     const calls = () => readFileSync(log, 'utf8').trim().split('\n').filter(Boolean);
     try {
       await eventually(() => [...FIRST, GONE, ADDED].every((ip) => calls().includes(`add ${ip}`)), 30_000);
       await new Whitelist(s.pool).add(GONE, 'unblocked again');
-      await report(['193.32.162.12']);
+      await reportFromAccounts(s, ['193.32.162.12']);
       await regenerate();
       await eventually(() => calls().includes(`del ${GONE}`) && calls().includes('add 193.32.162.12'), 30_000);
     } catch (err) {

@@ -3,6 +3,7 @@ import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { expectSchema } from '../support/contract.js';
 import { fail2banAbuseipdbBan, fail2banInstalled } from '../support/fail2ban.js';
 import { call } from '../support/http.js';
+import { reportFromAccounts } from '../support/reports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -20,14 +21,6 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 const remaining = (res: { headers: Headers }) => Number(res.headers.get('x-ratelimit-remaining'));
 const regenerate = () => blacklistSnapshots(s.pool, s.clock).regenerate();
 
-async function report(ips: string[], categories: string, reporters: number) {
-  for (let r = 0; r < reporters; r++) {
-    const { key } = await s.createKey('enterprise');
-    s.clock.advance(1000);
-    const csv = ips.map((ip) => `${ip},${categories},seed`).join('\n');
-    expect((await call(s.origin, '/api/v2/bulk-report', { key, json: { csv } })).status).toBe(200);
-  }
-}
 
 beforeAll(async () => {
   s = await startTestServer();
@@ -90,9 +83,9 @@ describe('POST /report', () => {
 describe('GET /check', () => {
   it('answers the fields AbuseIPDB clients read, counting the reports of the window', async () => {
     const { key } = await s.createKey('professional');
-    await report(['185.220.101.7'], '18|22', 3);
+    await reportFromAccounts(s, ['185.220.101.7'], { categories: '18|22', reporters: 3 });
     s.clock.advance(40 * 86_400_000); // those are 40 days old now
-    await report(['185.220.101.7'], '14|24', 2);
+    await reportFromAccounts(s, ['185.220.101.7'], { categories: '14|24', reporters: 2 });
     const res = await abuse('/check?ipAddress=185.220.101.7', key);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -163,7 +156,7 @@ describe('GET /check', () => {
 
 describe('GET /blacklist', () => {
   beforeAll(async () => {
-    await report(['185.220.101.50', '2a0d:5600:24::50'], '18|22', 8);
+    await reportFromAccounts(s, ['185.220.101.50', '2a0d:5600:24::50'], { categories: '18|22', reporters: 8 });
     await regenerate();
   });
 

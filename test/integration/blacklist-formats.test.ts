@@ -6,6 +6,7 @@ import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { Whitelist } from '../../src/reputation/whitelist.js';
 import { expectSchema } from '../support/contract.js';
 import { call } from '../support/http.js';
+import { reportFromAccounts } from '../support/reports.js';
 import { createNetns, installed, netnsAvailable, type Netns } from '../support/netns.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -29,14 +30,6 @@ const netns = netnsAvailable();
 const api = (p: string, o: Parameters<typeof call>[2] = {}) => call(s.origin, `/api/v2${p}`, { key, ...o });
 const regenerate = () => blacklistSnapshots(s.pool, s.clock, 3).regenerate();
 
-async function report(ips: string[], reporters = 8) {
-  for (let r = 0; r < reporters; r++) {
-    const { key: reporter } = await s.createKey('enterprise');
-    s.clock.advance(1000);
-    const csv = ips.map((ip) => `${ip},18|22,ssh brute force`).join('\n');
-    expect((await call(s.origin, '/api/v2/bulk-report', { key: reporter, json: { csv } })).status).toBe(200);
-  }
-}
 
 /** Every address or CIDR block in a tool's listing. */
 const members = (text: string) =>
@@ -46,7 +39,7 @@ beforeAll(async () => {
   s = await startTestServer();
   s.clock.set('2026-06-15T12:00:00Z');
   key = (await s.createKey('contributor')).key;
-  await report(ALL);
+  await reportFromAccounts(s, ALL);
   await regenerate();
   work = mkdtempSync(path.join(tmpdir(), 'trs-formats-'));
 });
@@ -167,7 +160,7 @@ describe.skipIf(!netns && !CI)('the files load in the real tools, in a scratch n
   });
 
   it('each delta file applies over the full one, to the new list', async () => {
-    await report([NEW]);
+    await reportFromAccounts(s, [NEW]);
     await new Whitelist(s.pool).add(LONE, 'a false positive');
     s.clock.advance(60_000);
     await regenerate();
@@ -209,7 +202,7 @@ describe('deltas: /blacklist?since=ETAG', () => {
     for (const query of ['format=json', 'format=txt', 'format=csv', 'format=cidr&aggregate=true']) {
       before[query] = (await api(`/blacklist?${query}&confidence=50`)).headers.get('etag')!;
     }
-    await report([FRESH]);
+    await reportFromAccounts(s, [FRESH]);
     await new Whitelist(s.pool).add(BLOCK[0]!, 'unblocked by its owner');
     s.clock.advance(60_000);
     await regenerate();
@@ -264,7 +257,7 @@ describe('deltas: /blacklist?since=ETAG', () => {
     expect((await api('/blacklist?since=whatever')).status).toBe(400);
     // Three more regenerations (the tests keep 3 earlier snapshots): the first list goes.
     for (const ip of ['185.220.101.40', '185.220.101.41', '185.220.101.42']) {
-      await report([ip], 6);
+      await reportFromAccounts(s, [ip], { reporters: 6 });
       await regenerate();
     }
     expect((await api(since('format=json'))).status).toBe(410);

@@ -4,6 +4,7 @@ import { Whitelist } from '../../src/reputation/whitelist.js';
 import { expectSchema } from '../support/contract.js';
 import { bouncersOf } from '../support/crowdsec.js';
 import { call } from '../support/http.js';
+import { reportFromAccounts } from '../support/reports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -21,14 +22,6 @@ const pull = (query = '', apiKey = key, base = '/crowdsec/v1') =>
 const lookup = (query: string, apiKey = key) => call(s.origin, `/crowdsec/v1/decisions${query}`, { headers: { 'X-Api-Key': apiKey } });
 const values = (decisions: any[] | null) => (decisions ?? []).map((d) => d.value).sort();
 
-async function report(ips: string[], reporters = 8) {
-  for (let r = 0; r < reporters; r++) {
-    const { key: reporter } = await s.createKey('enterprise');
-    s.clock.advance(1000);
-    const csv = ips.map((ip) => `${ip},18|22,ssh brute force`).join('\n');
-    expect((await call(s.origin, '/api/v2/bulk-report', { key: reporter, json: { csv } })).status).toBe(200);
-  }
-}
 
 /** Seconds of a Go duration string. */
 const secondsOf = (d: string) => {
@@ -39,7 +32,7 @@ const secondsOf = (d: string) => {
 beforeAll(async () => {
   s = await startTestServer();
   s.clock.set('2026-06-15T12:00:00Z');
-  await report(LISTED);
+  await reportFromAccounts(s, LISTED);
   await regenerate();
   key = (await bouncersOf(s).add('firewall', { confidence: 50 })).key;
 });
@@ -73,7 +66,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
   });
 
   it('reports what a regeneration added and what left the list', async () => {
-    await report(['193.32.162.10']);
+    await reportFromAccounts(s, ['193.32.162.10']);
     await new Whitelist(s.pool).add(LISTED[1]!, 'a customer');
     s.clock.advance(10_000);
     await regenerate();
@@ -142,7 +135,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
     const late = await bouncersOf(s).add('late', { confidence: 50 });
     await pull('?startup=true', late.key);
     for (const ip of ['185.220.101.40', '185.220.101.41', '185.220.101.42', '185.220.101.43']) {
-      await report([ip], 6);
+      await reportFromAccounts(s, [ip], { reporters: 6 });
       await regenerate();
     }
     const res = await pull('', late.key);

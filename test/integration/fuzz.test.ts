@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLES } from '../../src/db/entities.js';
-import { loadApiArtifacts } from '../../src/openapi.js';
+import { dereferencer, DOCUMENTS } from '../support/documents.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { bouncersOf } from '../support/crowdsec.js';
@@ -17,14 +17,6 @@ import { bouncersOf } from '../support/crowdsec.js';
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3000);
 
-const artifacts = loadApiArtifacts();
-/** Every document the server answers, under its base: /api/v2 and the other protocols'. */
-const DOCUMENTS = [
-  { base: '/api/v2', doc: artifacts.document as any, protocol: 'api' },
-  { base: '/crowdsec/v1', doc: artifacts.protocols.crowdsec.document as any, protocol: 'crowdsec' },
-  { base: '/abuseipdb/api/v2', doc: artifacts.protocols.abuseipdb.document as any, protocol: 'abuseipdb' },
-] as const;
-
 interface Operation {
   id: string;
   method: string;
@@ -38,12 +30,7 @@ interface Operation {
 }
 
 const operations: Operation[] = DOCUMENTS.flatMap(({ base, doc, protocol }) => {
-  const resolve = (node: any): any => {
-    if (node && typeof node.$ref === 'string') {
-      return resolve(node.$ref.slice(2).split('/').reduce((o: any, k: string) => o[k.replace(/~1/g, '/')], doc));
-    }
-    return node;
-  };
+  const resolve = dereferencer(doc);
   return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
     Object.entries(item).map(([method, op]) => ({
       id: op.operationId as string,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadApiArtifacts } from '../../src/openapi.js';
+import { dereferencer, DOCUMENTS } from '../support/documents.js';
 import { call, rawCall, type CallResult } from '../support/http.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -12,14 +12,6 @@ import { bouncersOf } from '../support/crowdsec.js';
  * canonical path answers (a percent-encoded letter is the same path). Then the attacks of the
  * review are replayed through `/API/V2/...`: none is queued, delivered, charged or stored.
  */
-const artifacts = loadApiArtifacts();
-/** Each document under its base: /api/v2 and the other protocols'. */
-const DOCUMENTS = [
-  { base: '/api/v2', doc: artifacts.document as any, keyHeader: 'X-Key' },
-  { base: '/crowdsec/v1', doc: artifacts.protocols.crowdsec.document as any, keyHeader: 'X-Api-Key' },
-  { base: '/abuseipdb/api/v2', doc: artifacts.protocols.abuseipdb.document as any, keyHeader: 'Key' },
-] as const;
-
 interface Operation {
   id: string;
   method: string;
@@ -33,8 +25,7 @@ interface Operation {
 }
 
 const operations: Operation[] = DOCUMENTS.flatMap(({ base, doc, keyHeader }) => {
-  const deref = (node: any): any =>
-    node && typeof node.$ref === 'string' ? deref(node.$ref.slice(2).split('/').reduce((o: any, k: string) => o[k.replace(/~1/g, '/')], doc)) : node;
+  const deref = dereferencer(doc);
   return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
     Object.entries(item).map(([method, op]) => {
       let filled = path;
