@@ -1,4 +1,6 @@
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/openapi.js';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { expectSchema } from '../support/contract.js';
 import { fail2banAbuseipdbBan, fail2banInstalled } from '../support/fail2ban.js';
@@ -77,6 +79,9 @@ describe('POST /report', () => {
     expect(stored.comment).toBe(`${matches}\n...`);
     // A wrong key: curl -f fails, and fail2ban reports the action failed.
     await expect(fail2banAbuseipdbBan(`${s.origin}${BASE}/report`, 'wrong', '193.32.162.78', '18', 'x')).rejects.toThrow();
+    // contrib/fail2ban/action.d/abuseipdb.local beside the stock file does the same.
+    await fail2banAbuseipdbBan(`${s.origin}${BASE}/report`, key, '193.32.162.79', '14', 'port scan', path.join(projectRoot, 'contrib/fail2ban/action.d/abuseipdb.local'));
+    expect((await s.pool.query("select categories from reports where ip = '193.32.162.79'")).rows).toEqual([{ categories: [14] }]);
   }, 60_000);
 });
 

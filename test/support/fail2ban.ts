@@ -13,17 +13,33 @@ const PYTHON = '/usr/bin/python3';
 export const fail2banInstalled = () => existsSync(FAIL2BAN_ABUSEIPDB) && existsSync('/usr/lib/python3/dist-packages/fail2ban');
 
 /**
- * Bans an address with fail2ban's stock `abuseipdb` action, its URL changed to `reportUrl` (the
- * one change a user makes, in a copy of the action), through fail2ban's own code. Resolves with
- * the action's command line as fail2ban read it; rejects when the command fails.
+ * Bans an address with fail2ban's stock `abuseipdb` action, through fail2ban's own code, its
+ * report sent to `reportUrl`: either the stock file with its URL changed (the one change a user
+ * makes), or the stock file beside contrib's abuseipdb.local (`local`, which takes the base URL
+ * as `abuseipdb_url`). Resolves with the action's command line as fail2ban read it; rejects when
+ * the command fails.
  */
-export async function fail2banAbuseipdbBan(reportUrl: string, key: string, ip: string, categories: string, matches: string): Promise<string> {
+export async function fail2banAbuseipdbBan(
+  reportUrl: string,
+  key: string,
+  ip: string,
+  categories: string,
+  matches: string,
+  local?: string,
+): Promise<string> {
   const conf = mkdtempSync(path.join(tmpdir(), 'trs-fail2ban-'));
   try {
     mkdirSync(path.join(conf, 'action.d'));
     const stock = readFileSync(FAIL2BAN_ABUSEIPDB, 'utf8');
     if (!stock.includes('https://api.abuseipdb.com/api/v2/report')) throw new Error(`${FAIL2BAN_ABUSEIPDB} no longer names AbuseIPDB's report URL`);
-    writeFileSync(path.join(conf, 'action.d', 'abuseipdb.conf'), stock.replace('https://api.abuseipdb.com/api/v2/report', reportUrl));
+    const extra: string[] = [];
+    if (local) {
+      writeFileSync(path.join(conf, 'action.d', 'abuseipdb.conf'), stock);
+      writeFileSync(path.join(conf, 'action.d', 'abuseipdb.local'), readFileSync(local, 'utf8'));
+      extra.push(`abuseipdb_url=${reportUrl.replace(/\/report$/, '')}`);
+    } else {
+      writeFileSync(path.join(conf, 'action.d', 'abuseipdb.conf'), stock.replace('https://api.abuseipdb.com/api/v2/report', reportUrl));
+    }
     writeFileSync(path.join(conf, 'matches'), matches);
     const { stdout } = await run(PYTHON, [
       path.join(projectRoot, 'test', 'support', 'fail2ban-ban.py'),
@@ -33,6 +49,7 @@ export async function fail2banAbuseipdbBan(reportUrl: string, key: string, ip: s
       path.join(conf, 'matches'),
       `abuseipdb_apikey=${key}`,
       `abuseipdb_category=${categories}`,
+      ...extra,
     ]);
     return stdout.trim();
   } finally {
