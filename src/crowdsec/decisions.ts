@@ -209,8 +209,8 @@ export class DecisionService {
       // Startup, a first pull, a base no longer kept, or a bouncer away for a whole cycle: the
       // whole list as new; deleted what it held that left (renewing all it held after a cycle).
       const renewAll = held && t0 !== undefined && t1 - t0 >= CYCLE;
-      added = [list(await this.rows(current), (row) => issue(row))];
-      deleted = renewAll ? [list(await this.rows(held), (row) => asHeld(row, true))] : [list(changes.removed, (row) => asHeld(row, true))];
+      added = [list(this.rows(current), (row) => issue(row))];
+      deleted = renewAll ? [list(this.rows(held), (row) => asHeld(row, true))] : [list(changes.removed, (row) => asHeld(row, true))];
     } else {
       const renewed: EntryRow[] = [];
       for await (const row of drain(await this.snapshots.renewals<EntryRow>(current, renewalPhases(t0, t1), ENTRY, moved ? held : undefined))) {
@@ -222,8 +222,15 @@ export class DecisionService {
     yield* jsonLists([['new', added], ['deleted', deleted]]);
   }
 
-  private async rows(selection: Selection): Promise<AsyncIterable<EntryRow>> {
-    return drain(await this.snapshots.stream<EntryRow>(selection, ENTRY));
+  /**
+   * The entries of a list, its cursor opened only when reading starts: one list is read after
+   * the other, never two cursors at once (the embedded database runs one at a time).
+   */
+  private rows(selection: Selection): AsyncIterable<EntryRow> {
+    const snapshots = this.snapshots;
+    return (async function* () {
+      yield* drain(await snapshots.stream<EntryRow>(selection, ENTRY));
+    })();
   }
 
   /** The difference between two lists, held in memory (a regeneration's worth of changes). */
@@ -252,7 +259,7 @@ export class DecisionService {
           const decision = issue(row);
           if (decision) yield decision;
         }
-      })(await this.rows(selection))) };
+      })(this.rows(selection))) };
     }
     // An Ip decision covers a range whole only when the range is one address.
     const single = target.first === target.last;

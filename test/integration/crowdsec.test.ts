@@ -98,6 +98,15 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
     expect([...renewed.values()].every((n) => n === 1)).toBe(true);
   });
 
+  it('renews everything for a bouncer away a whole cycle: all it held deleted, all listed new', async () => {
+    s.clock.advance(13 * 3600_000);
+    const res = await pull();
+    expectSchema('DecisionsStreamResponse', res.body, 'crowdsec');
+    expect(values(res.body.deleted)).toEqual(values(res.body.new));
+    expect(res.body.new.length).toBeGreaterThanOrEqual(3);
+    for (const d of res.body.new) expect(res.body.deleted.find((x: any) => x.value === d.value).id).not.toBe(d.id);
+  });
+
   it('applies the bouncer filters: scopes, origins, scenarios containing and not containing', async () => {
     const startup = async (q: string) => values((await pull(`?startup=true&${q}`)).body.new);
     const all = await startup('');
