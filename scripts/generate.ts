@@ -1,7 +1,8 @@
 /**
- * Makes generated/ from openapi/: the bundled document (YAML and JSON, with code samples for
- * every operation) and the TypeScript types (openapi-typescript), also copied into the typed
- * client package. With --check it writes nothing and fails when any of them is stale.
+ * Makes generated/ from openapi/: for each document (the API, and the CrowdSec and AbuseIPDB
+ * protocols) the bundled document (YAML and JSON; the API's with code samples for every
+ * operation) and the TypeScript types (openapi-typescript), the API's also copied into the
+ * typed client package. With --check it writes nothing and fails when any of them is stale.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -35,7 +36,9 @@ function writeFromTables(bundled: YAML.Document): void {
       if (!description.split('\n').some((line) => line.trim() === '{{access}}')) {
         throw new Error(`${operation.operationId}: its description has no {{access}} line for its access and cost`);
       }
-      const bullets = accessBullets(rules[operation.operationId as OperationId], operation['x-charge'] ?? {});
+      const rule = rules[operation.operationId as OperationId];
+      if (!rule) throw new Error(`${operation.operationId}: no access rule`);
+      const bullets = accessBullets(rule, operation['x-charge'] ?? {});
       bundled.setIn(['paths', route, method, 'description'], fill(description, '{{access}}', bullets));
     }
   }
@@ -52,31 +55,42 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
 const work = mkdtempSync(path.join(tmpdir(), 'trs-generate-'));
 
+/** The documents: the API itself, and the other protocols' under their own base paths. */
+const DOCUMENTS = [
+  { root: 'openapi/openapi.yaml', name: 'openapi', types: 'generated/api.ts', samples: true, clientCopy: 'clients/typescript/src/api.ts' },
+  { root: 'openapi/crowdsec/openapi.yaml', name: 'crowdsec', types: 'generated/crowdsec-api.ts', samples: false },
+  { root: 'openapi/abuseipdb/openapi.yaml', name: 'abuseipdb', types: 'generated/abuseipdb-api.ts', samples: false },
+] as const;
+
 try {
-  const bundledYaml = path.join(work, 'openapi.yaml');
-  execFileSync(
-    path.join(root, 'node_modules', '.bin', 'redocly'),
-    ['bundle', 'openapi/openapi.yaml', '--output', bundledYaml],
-    { cwd: root, env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const bundled = YAML.parseDocument(readFileSync(bundledYaml, 'utf8'));
-  writeFromTables(bundled);
-  const header = '// Generated from openapi/ by `npm run generate`. Do not edit.\n';
-  const types = header + astToString(await openapiTS(bundled.toJS() as never, { alphabetize: false }));
-  // Code samples for the reference, made from the document (scripts/code-samples.ts).
-  for (const { path: route, method, samples } of operationSamples(bundled.toJS() as Record<string, unknown>)) {
-    bundled.setIn(['paths', route, method, 'x-codeSamples'], samples);
-  }
-  const yamlText = bundled.toString({ lineWidth: 0 });
-  const document = YAML.parse(yamlText) as Record<string, unknown>;
   // Paths relative to the repository root.
-  const outputs: Record<string, string> = {
-    'generated/openapi.yaml': '# Generated from openapi/ by `npm run generate`. Do not edit.\n' + yamlText,
-    'generated/openapi.json': JSON.stringify(document, null, 2) + '\n',
-    'generated/api.ts': types,
+  const outputs: Record<string, string> = {};
+  for (const spec of DOCUMENTS) {
+    const bundledYaml = path.join(work, `${spec.name}.yaml`);
+    execFileSync(
+      path.join(root, 'node_modules', '.bin', 'redocly'),
+      ['bundle', spec.root, '--output', bundledYaml],
+      { cwd: root, env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const bundled = YAML.parseDocument(readFileSync(bundledYaml, 'utf8'));
+    // The API's reference says what the code's tables say; the other protocols state no access.
+    if (spec.samples) writeFromTables(bundled);
+    const header = '// Generated from openapi/ by `npm run generate`. Do not edit.\n';
+    const types = header + astToString(await openapiTS(bundled.toJS() as never, { alphabetize: false }));
+    if (spec.samples) {
+      // Code samples for the reference, made from the document (scripts/code-samples.ts).
+      for (const { path: route, method, samples } of operationSamples(bundled.toJS() as Record<string, unknown>)) {
+        bundled.setIn(['paths', route, method, 'x-codeSamples'], samples);
+      }
+    }
+    const yamlText = bundled.toString({ lineWidth: 0 });
+    const document = YAML.parse(yamlText) as Record<string, unknown>;
+    outputs[`generated/${spec.name}.yaml`] = '# Generated from openapi/ by `npm run generate`. Do not edit.\n' + yamlText;
+    outputs[`generated/${spec.name}.json`] = JSON.stringify(document, null, 2) + '\n';
+    outputs[spec.types] = types;
     // The typed client package carries its own copy, so that it builds and publishes alone.
-    'clients/typescript/src/api.ts': types,
-  };
+    if ('clientCopy' in spec) outputs[spec.clientCopy] = types;
+  }
   const stale: string[] = [];
   for (const [name, content] of Object.entries(outputs)) {
     const target = path.join(root, name);

@@ -20,13 +20,13 @@ export interface Address {
 }
 
 /** A block as a test on the top `bits` (at most 48, so values stay exact in a double) bits. */
-interface Block {
+interface SpecialBlock {
   divisor: number;
   quotient: number;
   name: string;
 }
 
-function blocks(list: readonly [cidr: string, name: string][], bits: 32 | 48): Block[] {
+function blocks(list: readonly [cidr: string, name: string][], bits: 32 | 48): SpecialBlock[] {
   return list.map(([cidr, name]) => {
     const [addr, length] = ipaddr.parseCIDR(cidr);
     if (length > bits) throw new Error(`${cidr} is longer than /${bits}`);
@@ -36,7 +36,7 @@ function blocks(list: readonly [cidr: string, name: string][], bits: 32 | 48): B
   });
 }
 
-function blockOf(top: number, list: readonly Block[]): Block | undefined {
+function blockOf(top: number, list: readonly SpecialBlock[]): SpecialBlock | undefined {
   for (const block of list) if (Math.floor(top / block.divisor) === block.quotient) return block;
   return undefined;
 }
@@ -188,25 +188,52 @@ export function networkOf(a: Address, bits: number): string {
   return `${ipaddr.fromByteArray(masked).toString()}/${bits}`;
 }
 
+const BITS = { 4: 32, 6: 128 } as const;
+
+/** An address as an unsigned integer (IPv4: 32 bits, IPv6: 128 bits). */
+export function addressToBigInt(text: string): bigint {
+  let n = 0n;
+  for (const byte of ipaddr.parse(text).toByteArray()) n = (n << 8n) | BigInt(byte);
+  return n;
+}
+
+/** The canonical text of an unsigned integer address. */
+export function bigIntToAddress(n: bigint, version: 4 | 6): string {
+  const bytes: number[] = [];
+  for (let i = BITS[version] / 8 - 1; i >= 0; i--) bytes.push(Number((n >> BigInt(i * 8)) & 0xffn));
+  const addr = ipaddr.fromByteArray(bytes);
+  return version === 4 ? addr.toString() : (addr as ipaddr.IPv6).toRFC5952String();
+}
+
 /** A network (CIDR) in canonical form: host bits cleared, IPv4-mapped as IPv4. */
 export interface Network {
-  address: Address;
+  version: 4 | 6;
+  /** The prefix length. */
   bits: number;
   /** `203.0.113.0/24`, `2001:db8::/48`. */
   text: string;
+  first: bigint;
+  last: bigint;
+  firstAddress: string;
+  lastAddress: string;
+  netmask: string;
+  /** ipaddr.js's name of the network's address space (`unicast`, `private`, …), for descriptions. */
+  range: string;
 }
 
 /**
- * `input` as a network: a CIDR (`203.0.113.9/24` is `203.0.113.0/24`) or a single address
- * (`/32`, `/128`), or undefined.
+ * `input` as a network: a CIDR (`203.0.113.9/24` is `203.0.113.0/24`), or, unless `prefixRequired`,
+ * a single address (`/32`, `/128`); undefined otherwise. An IPv4-mapped IPv6 network
+ * (`::ffff:203.0.113.0/120`) is its IPv4 network.
  */
-export function parseNetwork(input: string): Network | undefined {
+export function parseNetwork(input: string, options: { prefixRequired?: boolean } = {}): Network | undefined {
   const text = input.trim();
   const slash = text.indexOf('/');
+  if (slash < 0 && options.prefixRequired) return undefined;
   const a = parseAddress(slash < 0 ? text : text.slice(0, slash));
   if (!a) return undefined;
-  const max = a.version === 4 ? 32 : 128;
-  let bits = max;
+  const max = BITS[a.version];
+  let bits: number = max;
   if (slash >= 0) {
     const length = text.slice(slash + 1);
     if (!/^\d{1,3}$/.test(length)) return undefined;
@@ -215,6 +242,81 @@ export function parseNetwork(input: string): Network | undefined {
     if (a.version === 4 && text.slice(0, slash).includes(':')) bits -= 96;
     if (bits < 0 || bits > max) return undefined;
   }
-  const network = networkOf(a, bits);
-  return { address: parseAddress(network.slice(0, network.indexOf('/')))!, bits, text: network };
+  const hostBits = BigInt(max - bits);
+  const mask = ((1n << BigInt(max)) - 1n) ^ ((1n << hostBits) - 1n);
+  const first = addressToBigInt(a.text) & mask;
+  const last = first | ((1n << hostBits) - 1n);
+  const firstAddress = bigIntToAddress(first, a.version);
+  return {
+    version: a.version,
+    bits,
+    text: `${firstAddress}/${bits}`,
+    first,
+    last,
+    firstAddress,
+    lastAddress: bigIntToAddress(last, a.version),
+    netmask: bigIntToAddress(mask, a.version),
+    range: ipaddr.parse(firstAddress).range(),
+  };
+}
+
+/** A CIDR block: its first address as an integer and its prefix length. */
+export interface Block {
+  version: 4 | 6;
+  start: bigint;
+  prefix: number;
+}
+
+/** `198.51.100.0/24`; a single address keeps its length (`/32`, `/128`) unless `bare`. */
+export function blockText(block: Block, bare = false): string {
+  const address = bigIntToAddress(block.start, block.version);
+  return bare && block.prefix === BITS[block.version] ? address : `${address}/${block.prefix}`;
+}
+
+/** The fewest CIDR blocks that cover exactly the addresses `first`..`last` (inclusive). */
+export function rangeToBlocks(first: bigint, last: bigint, version: 4 | 6): Block[] {
+  const bits = BITS[version];
+  const blocks: Block[] = [];
+  let start = first;
+  while (start <= last) {
+    // The largest aligned block starting at `start` that ends within the range.
+    let size = 0;
+    while (size < bits && (start & ((1n << BigInt(size + 1)) - 1n)) === 0n && start + (1n << BigInt(size + 1)) - 1n <= last) size++;
+    blocks.push({ version, start, prefix: bits - size });
+    start += 1n << BigInt(size);
+  }
+  return blocks;
+}
+
+/**
+ * Lossless aggregation: fed addresses in ascending order (IPv4 before IPv6, each once), it
+ * returns the fewest CIDR blocks that cover exactly them. Addresses merge only when together
+ * they fill a whole aligned block (`.4` and `.5` make a /31; `.5` and `.6` do not). Runs of
+ * consecutive addresses are held, never the list.
+ */
+export class BlockAggregator {
+  private run: { version: 4 | 6; first: bigint; last: bigint } | undefined;
+
+  /** Takes the next address; returns the blocks of the run it ended, if any. */
+  add(ip: string): Block[] {
+    const version = ip.includes(':') ? 6 : 4;
+    const n = addressToBigInt(ip);
+    if (this.run && this.run.version === version && n === this.run.last + 1n) {
+      this.run.last = n;
+      return [];
+    }
+    if (this.run && this.run.version === version && n <= this.run.last) {
+      throw new Error(`addresses must come in ascending order: ${ip} after ${bigIntToAddress(this.run.last, version)}`);
+    }
+    const done = this.end();
+    this.run = { version, first: n, last: n };
+    return done;
+  }
+
+  /** The blocks of the last run. */
+  end(): Block[] {
+    const run = this.run;
+    this.run = undefined;
+    return run ? rangeToBlocks(run.first, run.last, run.version) : [];
+  }
 }

@@ -1,4 +1,4 @@
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { parseAddress } from './address.js';
@@ -21,7 +21,7 @@ import { canonicalPaths, type PathAlias } from './http/paths.js';
 import { Drain } from './http/drain.js';
 import { Metering } from './http/metering.js';
 import type { Metrics } from './http/metrics.js';
-import type { Handler, Handlers } from './http/types.js';
+import type { AnyOperationId, Handler, Handlers } from './http/types.js';
 import { KeyAuthenticator } from './keys/keys.js';
 import { keyHandlers } from './keys/handlers.js';
 import { KeySites } from './keys/sites.js';
@@ -30,9 +30,9 @@ import { NotificationConfigRepository } from './notifications/repository.js';
 import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
-import { accessRules, type OperationId } from './http/access.js';
+import { accessRules, type AccessRule, type AccessRules } from './http/access.js';
 import { Meter } from './keys/usage.js';
-import { API_BASE, type ApiArtifacts } from './openapi.js';
+import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import { blacklistHandlers } from './blacklist/handlers.js';
 import { BlacklistService } from './blacklist/service.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
@@ -50,8 +50,14 @@ import { SmsTemplates } from './relay/delivery/templates.js';
 import { StatsRepository } from './stats/repository.js';
 import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
-import { ReputationService } from './reputation/service.js';
+import { BULK_REPORT_MAX_BYTES, ReputationService } from './reputation/service.js';
 import { KeyLastUsed } from './account/last-used.js';
+import { abuseipdbHandlers } from './abuseipdb/handlers.js';
+import { AbuseIpdbService } from './abuseipdb/service.js';
+import { Bouncers } from './crowdsec/bouncers.js';
+import { DecisionService } from './crowdsec/decisions.js';
+import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
+import { BouncerRepository } from './crowdsec/repository.js';
 import { loadConfig } from './config.js';
 import { buildWeb } from './web/index.js';
 
@@ -83,7 +89,21 @@ export const PATH_ALIASES: readonly PathAlias[] = [
   // The base path of the ReportedIP clients (Hive, Hive-Light, honeypot-server): they need only
   // their host name changed.
   { base: '/wp-json/reportedip/v2', target: API_BASE },
+  // CrowdSec's LAPI's own base, for bouncers that take a host and port but no path.
+  { base: '/v1', target: CROWDSEC_BASE },
 ];
+
+/**
+ * A document the server answers under its base path: /api/v2, and the other protocols'. Each has
+ * its own validator; every route of its operations runs `chain` (authentication, access,
+ * metering) before the handler.
+ */
+interface Mounted {
+  base: string;
+  document: ApiDocument;
+  chain: (operationId: AnyOperationId) => RequestHandler[];
+  validator?: Partial<Parameters<typeof OpenApiValidator.middleware>[0]>;
+}
 
 /** The reference page runs Redoc inline and in a web worker; everything else keeps helmet's CSP. */
 const DOCS_CSP =
@@ -123,19 +143,43 @@ export function buildApp(deps: AppDeps): Express {
     relay,
     ledger,
   });
+  const bouncerRepository = new BouncerRepository(pool);
+  const bouncers = new Bouncers(bouncerRepository, categories, clock);
+  const blacklist = new BlacklistService(snapshots, categories, clock);
   const handlers: Handlers = {
     ...categoryHandlers(categories),
     ...keyHandlers(meter, sites, clock),
     ...reputationHandlers(reputation),
-    ...blacklistHandlers(new BlacklistService(snapshots, categories, clock), snapshots),
+    ...blacklistHandlers(blacklist, snapshots),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
     ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
+    ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
+    ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),
   };
-  const formArrayFieldsOf = formArrayFields(api.document);
-  // Who may call each operation and what it costs, as the document states it (x-access, x-charge).
-  const access = accessRules(api.document);
+  // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
+  const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };
+  const ruleOf = (op: AnyOperationId): AccessRule => {
+    const rule = access[op];
+    if (!rule) throw new Error(`${op} has no access rule`);
+    return rule;
+  };
+  const mounted: Mounted[] = [
+    {
+      base: API_BASE,
+      document: api.document,
+      chain: (op) => [guard(op, ruleOf(op), keys), faults.middleware(), siteLimit(ruleOf(op), sites), metering.middleware(ruleOf(op))],
+    },
+    {
+      base: ABUSEIPDB_BASE,
+      document: api.protocols.abuseipdb.document,
+      chain: (op) => [guard(op, ruleOf(op), keys, 'key'), faults.middleware(), metering.middleware(ruleOf(op))],
+      // The CSV of a bulk report comes as a file (multipart/form-data), held in memory.
+      validator: { fileUploader: { limits: { fileSize: BULK_REPORT_MAX_BYTES, files: 1, fields: 10, parts: 11 } } },
+    },
+    { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(bouncers)] },
+  ];
 
   const app = express();
   app.disable('x-powered-by');
@@ -175,6 +219,14 @@ export function buildApp(deps: AppDeps): Express {
   app.get(`${API_BASE}/openapi.yaml`, (_req, res) => {
     res.type('application/yaml; charset=utf-8').send(api.yaml);
   });
+  for (const [base, served] of [[CROWDSEC_BASE, api.protocols.crowdsec], [ABUSEIPDB_BASE, api.protocols.abuseipdb]] as const) {
+    app.get(`${base}/openapi.json`, (_req, res) => {
+      res.type('application/json; charset=utf-8').send(served.json);
+    });
+    app.get(`${base}/openapi.yaml`, (_req, res) => {
+      res.type('application/yaml; charset=utf-8').send(served.yaml);
+    });
+  }
   app.get(`${API_BASE}/docs`, (_req, res) => {
     if (!api.referenceHtml) throw new ApiError(404, 'The API reference has not been built: run `npm run docs`.');
     res.setHeader('Content-Security-Policy', DOCS_CSP);
@@ -192,45 +244,51 @@ export function buildApp(deps: AppDeps): Express {
 
   app.use(express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' }));
   app.use(formParser(JSON_BODY_LIMIT));
-  for (const [key, fields] of formArrayFieldsOf) {
-    const [method, path] = key.split(' ') as [string, string];
-    app[method.toLowerCase() as (typeof METHODS)[number]](API_BASE + expressPath(path), formArrays(fields));
+  for (const { base, document } of mounted) {
+    for (const [key, fields] of formArrayFields(document)) {
+      const [method, path] = key.split(' ') as [string, string];
+      app[method.toLowerCase() as (typeof METHODS)[number]](base + expressPath(path), formArrays(fields));
+    }
   }
   memoiseValidatorRouteMatchers();
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: api.document,
-      validateApiSpec: false,
-      validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: true },
-      validateResponses: config.validateResponses ? { allErrors: true } : false,
-      validateSecurity: false,
-      validateFormats: true,
-      formats: { ip: { type: 'string', validate: (value: string) => parseAddress(value) !== undefined } },
-      ignoreUndocumented: false,
-      // Match the path the canonical-path middleware left in req.url (aliases rewritten).
-      useRequestUrl: true,
-      // Everything else is refused below by the 404 handler; nothing under the base is skipped.
-      ignorePaths: (path: string) => !path.startsWith(`${API_BASE}/`),
-    }),
-  );
+  for (const { base, document, validator } of mounted) {
+    // A validator's own `ignorePaths` spares only its route lookup: its request and response
+    // validators would still check any request another one matched. So each runs only on its base.
+    const validate = express.Router();
+    validate.use(
+      OpenApiValidator.middleware({
+        apiSpec: document,
+        validateApiSpec: false,
+        validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: true },
+        validateResponses: config.validateResponses ? { allErrors: true } : false,
+        validateSecurity: false,
+        validateFormats: true,
+        formats: { ip: { type: 'string', validate: (value: string) => parseAddress(value) !== undefined } },
+        ignoreUndocumented: false,
+        // Match the path the canonical-path middleware left in req.url (aliases rewritten).
+        useRequestUrl: true,
+        ignorePaths: (path: string) => !path.startsWith(`${base}/`),
+        fileUploader: false,
+        ...validator,
+      }),
+    );
+    app.use((req, res, next) => (req.path.startsWith(`${base}/`) ? validate(req, res, next) : next()));
+  }
   app.use(rejectNonFiniteNumbers);
 
-  for (const [path, item] of Object.entries(api.document.paths ?? {})) {
-    for (const method of METHODS) {
-      const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId as
-        | OperationId
-        | undefined;
-      if (!operationId) continue;
-      const handler = (handlers[operationId] as Handler<typeof operationId> | undefined) ?? notImplemented(operationId);
-      app[method](
-        API_BASE + expressPath(path),
-        validatedAs(operationId),
-        guard(operationId, access[operationId], keys),
-        faults.middleware(),
-        siteLimit(access[operationId], sites),
-        metering.middleware(access[operationId]),
-        handler as unknown as (req: Request, res: Response) => Promise<void>,
-      );
+  for (const { base, document, chain } of mounted) {
+    for (const [path, item] of Object.entries(document.paths ?? {})) {
+      for (const method of METHODS) {
+        const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId as AnyOperationId | undefined;
+        if (!operationId) continue;
+        const handler = (handlers[operationId] as Handler<typeof operationId> | undefined) ?? notImplemented(operationId);
+        app[method](
+          base + expressPath(path),
+          validatedAs(operationId),
+          ...chain(operationId),
+          handler as unknown as (req: Request, res: Response) => Promise<void>,
+        );
+      }
     }
   }
 
@@ -249,10 +307,11 @@ const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
  * operation. Whatever a future route, alias or setting does, nothing reaches a handler
  * unvalidated.
  */
-function validatedAs(operationId: OperationId) {
-  return (req: Request, _res: Response, next: NextFunction) => {
+function validatedAs(operationId: AnyOperationId) {
+  return (req: Request, res: Response, next: NextFunction) => {
     const matched = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     if (matched !== operationId) throw new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`);
+    res.locals.operationId = operationId;
     next();
   };
 }
@@ -272,7 +331,7 @@ function rejectNonFiniteNumbers(req: Request, _res: Response, next: NextFunction
   next();
 }
 
-function notImplemented(operationId: OperationId): Handler<OperationId> {
+function notImplemented(operationId: AnyOperationId): Handler<AnyOperationId> {
   return () => {
     throw new ApiError(501, `${operationId} is described by the API but not implemented by this server yet.`);
   };

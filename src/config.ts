@@ -67,6 +67,7 @@ const schema = z.object({
   KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
+  BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
   RELAY_SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   RELAY_MAIL_FROM: z.string().min(3).optional(),
   RELAY_DKIM_DOMAIN: z.string().min(1).optional(),
@@ -211,6 +212,8 @@ export type Config = {
   validateResponses: boolean;
   /** How often the blacklist snapshot is regenerated. */
   blacklistIntervalMs: number;
+  /** Earlier snapshots kept beside the current one, for deltas (`since`) and bouncers' pulls. */
+  blacklistHistory: number;
   /** Signed rule sets: the folder of `<name>.json` files and the Ed25519 key that signs them. */
   rules: { dir: string; signingKeyFile: string | undefined };
   /** MaxMind-format databases that replace the bundled geolocation data. */
@@ -299,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
+    blacklistHistory: e.BLACKLIST_HISTORY,
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
     rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
     relay: {

@@ -20,6 +20,8 @@ export type ErrorKind =
   /** Well formed, but refused: an address that cannot be reported, an unknown category … */
   | 'unprocessable'
   | 'not_found'
+  /** What the request names is no longer kept (an old blacklist to take a delta from). */
+  | 'gone'
   /** The caller's tier lacks what it asked for. */
   | 'forbidden'
   /** A monthly allowance and its prepaid balance are used up. */

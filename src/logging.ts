@@ -2,11 +2,12 @@ import { types } from 'node:util';
 import pino, { type Logger } from 'pino';
 
 /**
- * Anything shaped like an API key (`trs_` and at least 16 more key characters; the 8 shown in
- * listings are not secret). Matched by value, wherever it stands, so that neither a renamed,
- * percent-encoded or repeated parameter nor a header nor a message carries a key into a log.
+ * Anything shaped like an API key or a bouncer key (`trs_` or `trsb_` and at least 16 more key
+ * characters; the 8 shown in listings are not secret). Matched by value, wherever it stands, so
+ * that neither a renamed, percent-encoded or repeated parameter nor a header nor a message
+ * carries a key into a log.
  */
-const KEY_LIKE = /trs_[A-Za-z0-9_-]{16,}/gi;
+const KEY_LIKE = /trsb?_[A-Za-z0-9_-]{16,}/gi;
 const REDACTED = '[redacted]';
 
 /** Decodes percent-escapes (repeatedly, so double encoding hides nothing); bad escapes stay. */
@@ -69,7 +70,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       // Belt and braces: whatever else gets logged, a key header never prints; session cookies,
       // link tokens and passwords neither, should a header or a form ever be logged.
       redact: {
-        paths: ['req.headers["x-key"]', 'headers["x-key"]', 'req.headers.cookie', 'headers.cookie', 'res.headers["set-cookie"]', 'key', '*.key', 'token', '*.token', 'password', '*.password'],
+        // X-Key, AbuseIPDB's Key and CrowdSec bouncers' X-Api-Key.
+        paths: ['req.headers["x-key"]', 'headers["x-key"]', 'req.headers.key', 'req.headers["x-api-key"]', 'headers["x-api-key"]', 'req.headers.cookie', 'headers.cookie', 'res.headers["set-cookie"]', 'key', '*.key', 'token', '*.token', 'password', '*.password'],
         censor: REDACTED,
       },
       hooks: { streamWrite: redactLine },

@@ -16,26 +16,38 @@ export const projectRoot = (() => {
 
 export type ApiDocument = OpenAPIV3.DocumentV3_1;
 
-export interface ApiArtifacts {
-  /** The bundled document (generated/openapi.json), as the validator and routes read it. */
+export interface ProtocolDocument {
+  /** The bundled document, as the validator and routes read it. */
   document: ApiDocument;
   json: string;
   yaml: string;
+}
+
+export interface ApiArtifacts extends ProtocolDocument {
   /** The published reference (`npm run docs`), when it has been built. */
   referenceHtml: string | undefined;
+  /** The documents of the other protocols, each served under its own base path. */
+  protocols: { crowdsec: ProtocolDocument; abuseipdb: ProtocolDocument };
 }
 
 export const API_BASE = '/api/v2';
+/** CrowdSec's bouncer API (its LAPI's `/v1`), under a base of its own. */
+export const CROWDSEC_BASE = '/crowdsec/v1';
+/** AbuseIPDB's API v2, under a base of its own. */
+export const ABUSEIPDB_BASE = '/abuseipdb/api/v2';
 
-/** Reads the generated contract and its reference once, at start. */
+function loadDocument(root: string, name: string): ProtocolDocument {
+  const json = readFileSync(path.join(root, 'generated', `${name}.json`), 'utf8');
+  const yaml = readFileSync(path.join(root, 'generated', `${name}.yaml`), 'utf8');
+  return { document: JSON.parse(json) as ApiDocument, json, yaml };
+}
+
+/** Reads the generated contracts and the reference once, at start. */
 export function loadApiArtifacts(root = projectRoot): ApiArtifacts {
-  const json = readFileSync(path.join(root, 'generated', 'openapi.json'), 'utf8');
-  const yaml = readFileSync(path.join(root, 'generated', 'openapi.yaml'), 'utf8');
   const referencePath = path.join(root, 'dist', 'reference.html');
   return {
-    document: JSON.parse(json) as ApiDocument,
-    json,
-    yaml,
+    ...loadDocument(root, 'openapi'),
     referenceHtml: existsSync(referencePath) ? readFileSync(referencePath, 'utf8') : undefined,
+    protocols: { crowdsec: loadDocument(root, 'crowdsec'), abuseipdb: loadDocument(root, 'abuseipdb') },
   };
 }

@@ -90,7 +90,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     options.jobs === false
       ? []
       : [
-          new BlacklistJob(blacklistSnapshots(database.pool, clock), clock, config.blacklistIntervalMs, logger),
+          new BlacklistJob(blacklistSnapshots(database.pool, clock, config.blacklistHistory), clock, config.blacklistIntervalMs, logger),
           new PurgeJob(database.pool, clock, config.web, logger),
         ];
   for (const job of jobs) job.start();

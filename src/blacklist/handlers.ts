@@ -11,29 +11,31 @@ import type { BlacklistSnapshots } from './snapshots.js';
 const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;
 const SUNSET = new Date(Date.UTC(2027, 11, 31, 23, 59, 59)).toUTCString();
 
-async function send(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
-  const result = await list.list(params, variant, (etag) => ifNoneMatchHas(ifNoneMatch, etag));
-  res.setHeader('ETag', result.etag);
+/** Sends a list: its ETag, 304 when If-None-Match names it, else the body as it is read. */
+export async function sendBlacklist(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
+  const answer = await list.list(params, variant);
+  res.setHeader('ETag', answer.etag);
   res.setHeader('Cache-Control', 'private, no-cache');
-  if (variant !== 'standard') {
+  if (variant !== 'standard' && variant !== 'abuseipdb') {
     res.setHeader('Deprecation', DEPRECATION);
     res.setHeader('Sunset', SUNSET);
     res.setHeader('Link', `</api/v2/blacklist${variant === 'git' ? '?format=txt' : ''}>; rel="successor-version"`);
   }
-  if (result.status === 304) {
+  if (ifNoneMatchHas(ifNoneMatch, answer.etag)) {
     res.status(304).end();
     return;
   }
-  res.status(200).setHeader('Content-Type', result.contentType);
-  await pipeline(Readable.from(result.body), res);
+  const { contentType, body } = await answer.open();
+  res.status(200).setHeader('Content-Type', contentType);
+  await pipeline(Readable.from(body), res);
 }
 
 export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSnapshots): Handlers {
   return {
-    getBlacklist: (req, res) => send(res, list, req.query, 'standard', req.headers['if-none-match']),
-    getBlacklistDetailed: (req, res) => send(res, list, req.query, 'detailed', req.headers['if-none-match']),
-    getBlacklistCombined: (req, res) => send(res, list, req.query, 'combined', req.headers['if-none-match']),
-    exportBlacklistGit: (req, res) => send(res, list, req.query as ListParams, 'git', req.headers['if-none-match']),
+    getBlacklist: (req, res) => sendBlacklist(res, list, req.query, 'standard', req.headers['if-none-match']),
+    getBlacklistDetailed: (req, res) => sendBlacklist(res, list, req.query, 'detailed', req.headers['if-none-match']),
+    getBlacklistCombined: (req, res) => sendBlacklist(res, list, req.query, 'combined', req.headers['if-none-match']),
+    exportBlacklistGit: (req, res) => sendBlacklist(res, list, req.query as ListParams, 'git', req.headers['if-none-match']),
 
     async listBlacklistCategories(_req, res) {
       const data: DataOf<'listBlacklistCategories'> = await list.thematicCategories();

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
-import { unprocessable, within } from '../errors.js';
+import { DomainError, within as inRange } from '../errors.js';
+import { BlockAggregator, blockText, type Block } from '../address.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
-import type { BlacklistSnapshots, SnapshotHead } from './snapshots.js';
+import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
+import { chunked, drain, LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './snapshots.js';
 
-/** Which endpoint asks: the list, or one of the deprecated forms of it. */
-export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git';
-export type ListFormat = 'json' | 'txt' | 'csv';
+/** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
+export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';
+export type ListFormat = 'json' | 'txt' | 'csv' | FirewallFormat;
 
 export interface ListParams {
   format?: ListFormat;
@@ -17,21 +19,37 @@ export interface ListParams {
   confidence_minimum?: number;
   category?: string;
   limit?: number;
+  aggregate?: boolean;
+  since?: string;
+  /** AbuseIPDB's filters: country codes, and one IP version. */
+  onlyCountries?: string;
+  exceptCountries?: string;
+  ipVersion?: 4 | 6;
 }
+
+const countryList = (text: string | undefined) => (text ? [...new Set(text.toUpperCase().split(','))].sort() : undefined);
 
 export const DEFAULT_CONFIDENCE = 75;
 export const DEFAULT_LIMIT = 10_000;
 export const LIMIT_MAX = 1_000_000;
 
-const CONTENT_TYPES: Record<ListFormat, string> = {
+const CONTENT_TYPES: Record<'json' | 'csv' | 'text', string> = {
   json: 'application/json; charset=utf-8',
-  txt: 'text/plain; charset=utf-8',
   csv: 'text/csv; charset=utf-8',
+  text: 'text/plain; charset=utf-8',
 };
+const contentTypeOf = (format: ListFormat) => (format === 'json' || format === 'csv' ? CONTENT_TYPES[format] : CONTENT_TYPES.text);
 
-export type ListResponse =
-  | { status: 304; etag: string }
-  | { status: 200; etag: string; contentType: string; body: AsyncGenerator<string> };
+const CSV_HEADER = 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories';
+
+/**
+ * A list as a request asks for it: its `ETag` (which the handler compares with If-None-Match
+ * before anything is read) and the means to open its body.
+ */
+export interface ListAnswer {
+  etag: string;
+  open(): Promise<{ contentType: string; body: AsyncGenerator<string> }>;
+}
 
 /**
  * Rendered lists by ETag. Firewalls poll the same few lists, so each is rendered once per
@@ -66,6 +84,27 @@ class RenderedLists {
 
 const EMPTY_HEAD: SnapshotHead = { id: 0, generatedAt: new Date(0), contentHash: 'empty', scorePositions: [] };
 
+type Query = Awaited<ReturnType<BlacklistService['resolve']>>;
+
+/** `"bl-…"` without the weak prefix a proxy may have added. */
+const strong = (tag: string) => tag.trim().replace(/^W\//, '');
+
+const refuseCombination = (name: string, message: string, detail: string) =>
+  new DomainError('unprocessable', message, { code: 'invalid_combination', fields: [{ location: 'query', name, message: detail }] });
+
+const single = (ip: string): Net => {
+  const version = ip.includes(':') ? 6 : 4;
+  return { version, address: ip, cidr: `${ip}/${version === 4 ? 32 : 128}` };
+};
+const fromBlock = (block: Block): Net => ({ version: block.version, address: blockText(block, true), cidr: blockText(block) });
+
+/** The blocks covering exactly a list of addresses given in address order. */
+async function* aggregated(ips: AsyncIterable<string>): AsyncGenerator<Net> {
+  const aggregator = new BlockAggregator();
+  for await (const ip of ips) for (const block of aggregator.add(ip)) yield fromBlock(block);
+  for (const block of aggregator.end()) yield fromBlock(block);
+}
+
 export class BlacklistService {
   private readonly rendered = new RenderedLists();
 
@@ -85,46 +124,82 @@ export class BlacklistService {
     return BLACKLIST_CATEGORIES.map((c) => ({ ...c, categories: c.categories.filter((id) => enabled.has(id)) })).filter((c) => c.categories.length > 0);
   }
 
-  /** The query as the list reads it: aliases resolved, category ids checked against the catalogue. */
-  private async resolve(params: ListParams, variant: ListVariant) {
-    const confidence = within('query', 'confidence', params.confidence_minimum ?? params.confidenceMinimum ?? params.confidence ?? DEFAULT_CONFIDENCE, 0, 100);
-    const limit = within('query', 'limit', params.limit ?? DEFAULT_LIMIT, 1, LIMIT_MAX);
-    let categories: number[] | undefined;
-    if (params.category) {
-      categories = [...new Set(params.category.split(',').map(Number))].sort((a, b) => a - b);
-      const known = await this.categories.severities();
-      const unknown = categories.filter((id) => !known.has(id));
-      if (unknown.length) {
-        const message = `unknown threat-category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`;
-        throw unprocessable(`Invalid category filter: ${message}.`, [{ location: 'query', name: 'category', message }], 'unknown_category');
-      }
+  /** Category ids of a filter (`18,22`), each checked against the catalogue. */
+  async categoryFilter(text: string | undefined): Promise<number[] | undefined> {
+    if (!text) return undefined;
+    const categories = [...new Set(text.split(',').map(Number))].sort((a, b) => a - b);
+    const known = await this.categories.severities();
+    const unknown = categories.filter((id) => !known.has(id));
+    if (unknown.length) {
+      const message = `unknown threat-category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`;
+      throw new DomainError('unprocessable', `Invalid category filter: ${message}.`, { code: 'unknown_category', fields: [{ location: 'query', name: 'category', message }] });
     }
+    return categories;
+  }
+
+  /** The query as the list reads it: aliases resolved, category ids checked, combinations refused. */
+  private async resolve(params: ListParams, variant: ListVariant) {
+    const confidence = inRange('query', 'confidence', params.confidence_minimum ?? params.confidenceMinimum ?? params.confidence ?? DEFAULT_CONFIDENCE, 0, 100);
+    const limit = inRange('query', 'limit', params.limit ?? DEFAULT_LIMIT, 1, LIMIT_MAX);
+    const categories = await this.categoryFilter(params.category);
     const format: ListFormat = variant === 'git' ? 'txt' : (params.format ?? 'json');
-    return { confidence, categories, format, limit, variant };
+    const aggregate = params.aggregate ?? false;
+    if (aggregate && (format === 'json' || format === 'csv')) {
+      throw refuseCombination(
+        'aggregate',
+        `format=${format} lists each address with its score and cannot be aggregated; use format=cidr, txt or a firewall format.`,
+        `not taken by format=${format}`,
+      );
+    }
+    if (params.since !== undefined && NO_DELTA.has(format)) {
+      throw refuseCombination('since', `format=${format} has no delta form; fetch the whole list without since.`, `not taken by format=${format}`);
+    }
+    const family = params.ipVersion ?? FORMAT_FAMILY[format as FirewallFormat];
+    const countries = { only: countryList(params.onlyCountries), except: countryList(params.exceptCountries) };
+    return { confidence, categories, format, limit, variant, aggregate, since: params.since, family, countries };
+  }
+
+  /** The tag of a list: the snapshot's content and every parameter that shapes the body. */
+  private tag(head: SnapshotHead, query: Query): string {
+    const shape = [head.contentHash, query.variant, query.format, query.confidence, query.categories?.join('|') ?? '', query.limit];
+    if (query.aggregate) shape.push('aggregate');
+    if (query.variant === 'abuseipdb') shape.push(query.family ?? '', query.countries.only?.join('|') ?? '', query.countries.except?.join('|') ?? '');
+    return `"bl-${createHash('sha256').update(shape.join('/')).digest('hex').slice(0, 16)}"`;
   }
 
   /**
-   * The list for a request: not modified when the caller holds the current tag (`holds`: the
-   * request's If-None-Match names it; the list is not read), else the entries streamed in the
-   * requested format. The tag depends on the snapshot's
-   * content and on every parameter that shapes the body, so it is the same on every process.
+   * The list for a request. Its tag depends on the snapshot's content and on every parameter
+   * that shapes the body, so it is the same on every process; nothing is read until `open`.
+   * With `since`, the body is the delta from the kept snapshot whose list had that tag.
    */
-  async list(params: ListParams, variant: ListVariant, holds: (etag: string) => boolean): Promise<ListResponse> {
+  async list(params: ListParams, variant: ListVariant): Promise<ListAnswer> {
     const query = await this.resolve(params, variant);
     const head = (await this.snapshots.head()) ?? EMPTY_HEAD;
-    const shape = [head.contentHash, query.variant, query.format, query.confidence, query.categories?.join('|') ?? '', query.limit];
-    const etag = `"bl-${createHash('sha256').update(shape.join('/')).digest('hex').slice(0, 16)}"`;
-    if (holds(etag)) return { status: 304, etag };
-    const contentType = CONTENT_TYPES[query.format];
-    const cached = head.id ? this.rendered.get(etag) : undefined;
-    if (cached !== undefined) return { status: 200, etag, contentType, body: (async function* () { yield cached; })() };
-    const generatedAt = head.id ? head.generatedAt : this.clock.now();
-    const body = this.render(head, query, generatedAt);
-    return { status: 200, etag, contentType, body: head.id ? this.keep(etag, body) : body };
+    const etag = this.tag(head, query);
+    return {
+      etag,
+      open: async () => {
+        const base = query.since === undefined ? undefined : await this.baseOf(query, query.since);
+        const key = base ? `${etag}<${base.id}` : etag;
+        const contentType = contentTypeOf(query.format);
+        const cached = head.id ? this.rendered.get(key) : undefined;
+        if (cached !== undefined) return { contentType, body: (async function* () { yield cached; })() };
+        const body = chunked(base ? this.renderDelta(base, head, query, etag) : this.render(head, query));
+        return { contentType, body: head.id ? this.keep(key, body) : body };
+      },
+    };
+  }
+
+  /** The kept snapshot whose list (for these parameters) had the tag `since`. */
+  private async baseOf(query: Query, since: string): Promise<SnapshotHead> {
+    const wanted = strong(since);
+    const base = (await this.snapshots.kept()).find((head) => this.tag(head, query) === wanted);
+    if (base) return base;
+    throw new DomainError('gone', `The list ${wanted} is no longer kept; fetch the whole list again without since.`, { code: 'snapshot_expired', fields: [{ location: 'query', name: 'since', message: 'names no list kept for these parameters' }] });
   }
 
   /** Passes the rendered chunks on, keeping a small list whole for the next request. */
-  private async *keep(etag: string, chunks: AsyncGenerator<string>): AsyncGenerator<string> {
+  private async *keep(key: string, chunks: AsyncGenerator<string>): AsyncGenerator<string> {
     let kept: string[] | undefined = [];
     let size = 0;
     for await (const chunk of chunks) {
@@ -135,44 +210,132 @@ export class BlacklistService {
       }
       yield chunk;
     }
-    if (kept) this.rendered.set(etag, kept.join(''));
+    if (kept) this.rendered.set(key, kept.join(''));
   }
 
-  private async *render(
-    head: SnapshotHead,
-    query: Awaited<ReturnType<BlacklistService['resolve']>>,
-    generatedAt: Date,
-  ): AsyncGenerator<string> {
-    const shape = query.format === 'json' ? (query.variant === 'detailed' ? 'json-detailed' : 'json') : query.format;
-    const stream = head.id
-      ? await this.snapshots.stream(head, { minScore: query.confidence, categories: query.categories, limit: query.limit }, shape)
-      : { rows: (async function* () {})() as AsyncIterable<{ line: string }>, release: () => undefined };
-    try {
-      const json = query.format === 'json';
-      let count = 0;
-      let buffer = json ? '{"data":[' : query.format === 'csv' ? 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories\n' : '';
-      for await (const { line } of stream.rows) {
-        buffer += json ? (count ? ',' : '') + line : line + '\n';
-        count++;
-        if (buffer.length >= 64 * 1024) {
-          yield buffer;
-          buffer = '';
-        }
-      }
-      if (json) {
-        // `data` streams first and `meta` follows, once the count is known.
-        const meta = {
-          generatedAt: generatedAt.toISOString(),
-          confidence: String(query.confidence),
-          confidenceMinimum: String(query.confidence),
-          count,
-          format: query.variant === 'git' ? 'standard' : query.variant,
-        };
-        buffer += `],"meta":${JSON.stringify(meta)}}`;
-      }
-      if (buffer) yield buffer;
-    } finally {
-      stream.release();
+  private filter(query: Query): EntryFilter {
+    return {
+      minScore: query.confidence,
+      categories: query.categories,
+      limit: query.limit,
+      family: query.family,
+      onlyCountries: query.countries.only,
+      exceptCountries: query.countries.except,
+    };
+  }
+
+  private heading(query: Query, head: SnapshotHead, delta?: { since: string; etag: string }): Heading {
+    return { confidence: query.confidence, categories: query.categories, generatedAt: head.id ? head.generatedAt : this.clock.now(), delta };
+  }
+
+  /** The entries of a list as networks: addresses in list order, or blocks in address order. */
+  private async *networks(selection: Selection, aggregate: boolean): AsyncGenerator<Net> {
+    const streamed = await this.snapshots.stream<{ ip: string }>(selection, { select: 'e.ip', order: aggregate ? 'address' : 'list' });
+    const ips = (async function* () {
+      for await (const row of drain(streamed)) yield row.ip;
+    })();
+    if (aggregate) yield* aggregated(ips);
+    else for await (const ip of ips) yield single(ip);
+  }
+
+  private async *render(head: SnapshotHead, query: Query): AsyncGenerator<string> {
+    const selection = await this.snapshots.select(head, this.filter(query));
+    if (query.format === 'json' || query.format === 'csv' || (query.format === 'txt' && !query.aggregate)) {
+      yield* this.renderLines(selection, query, head);
+      return;
+    }
+    const writer = writerFor(query.format, this.heading(query, head), query.aggregate);
+    yield writer.begin();
+    for await (const net of this.networks(selection, query.aggregate)) yield writer.write(net);
+    yield writer.end();
+  }
+
+  /** json, csv and txt: lines PostgreSQL writes in their final form. */
+  private async *renderLines(selection: Selection, query: Query, head: SnapshotHead): AsyncGenerator<string> {
+    const json = query.format === 'json';
+    const generatedAt = this.heading(query, head).generatedAt.toISOString();
+    const abuseipdb = query.variant === 'abuseipdb';
+    const shape = json ? (abuseipdb ? 'json-abuseipdb' : query.variant === 'detailed' ? 'json-detailed' : 'json') : query.format === 'csv' ? 'csv' : 'txt';
+    let count = 0;
+    // AbuseIPDB's `meta` (the time alone) comes first; this API's follows `data`, with the count.
+    if (abuseipdb && json) yield `{"meta":${JSON.stringify({ generatedAt: generatedAt.replace(/\.\d{3}Z$/, '+00:00') })},"data":[`;
+    else yield json ? '{"data":[' : query.format === 'csv' ? `${CSV_HEADER}\n` : '';
+    for await (const { line } of drain(await this.snapshots.lines(selection, shape))) {
+      yield json ? (count ? ',' : '') + line : line + '\n';
+      count++;
+    }
+    if (abuseipdb && json) yield ']}';
+    else if (json) {
+      const meta = {
+        generatedAt,
+        confidence: String(query.confidence),
+        confidenceMinimum: String(query.confidence),
+        count,
+        format: query.variant === 'git' ? 'standard' : query.variant,
+      };
+      yield `],"meta":${JSON.stringify(meta)}}`;
+    }
+  }
+
+  /** What changed from the list of `base` to the current one, in the request's format. */
+  private async *renderDelta(base: SnapshotHead, head: SnapshotHead, query: Query, etag: string): AsyncGenerator<string> {
+    const filter = this.filter(query);
+    const [from, to] = await Promise.all([this.snapshots.select(base, filter), this.snapshots.select(head, filter)]);
+    const since = strong(query.since!);
+    if (query.format === 'json' || query.format === 'csv') {
+      yield* this.renderDeltaLines(from, to, query, head, since);
+      return;
+    }
+    const writer = writerFor(query.format, this.heading(query, head, { since, etag }), query.aggregate);
+    yield writer.begin();
+    for await (const { net, change } of query.aggregate ? this.blockChanges(from, to) : this.addressChanges(from, to)) {
+      yield writer.write(net, change);
+    }
+    yield writer.end();
+  }
+
+  private async *addressChanges(from: Selection, to: Selection): AsyncGenerator<{ net: Net; change: Change }> {
+    for await (const row of drain(await this.snapshots.changes<{ ip: string }>(from, to, { select: 'e.ip' }))) {
+      yield { net: single(row.ip), change: row.change };
+    }
+  }
+
+  /** The blocks of two aggregated lists compared: removals first, each in address order. */
+  private async *blockChanges(from: Selection, to: Selection): AsyncGenerator<{ net: Net; change: Change }> {
+    const blocksOf = async (selection: Selection) => {
+      const nets = new Map<string, Net>();
+      for await (const net of this.networks(selection, true)) nets.set(net.cidr, net);
+      return nets;
+    };
+    const [before, after] = [await blocksOf(from), await blocksOf(to)];
+    for (const [cidr, net] of before) if (!after.has(cidr)) yield { net, change: 'removed' };
+    for (const [cidr, net] of after) if (!before.has(cidr)) yield { net, change: 'added' };
+  }
+
+  private async *renderDeltaLines(from: Selection, to: Selection, query: Query, head: SnapshotHead, since: string): AsyncGenerator<string> {
+    const json = query.format === 'json';
+    const changes = await this.snapshots.changes<{ line: string; ip: string }>(from, to, {
+      select: `${LINE_SQL[json ? 'json' : 'csv']} as line, e.ip`,
+    });
+    const counts = { added: 0, removed: 0 };
+    yield json ? '{"data":{"removed":[' : `change,${CSV_HEADER}\n`;
+    for await (const row of drain(changes)) {
+      if (!json) yield `${row.change},${row.line}\n`;
+      else if (row.change === 'removed') yield (counts.removed ? ',' : '') + JSON.stringify({ ip: row.ip, ipAddress: row.ip });
+      else yield (counts.added ? ',' : '],"added":[') + row.line;
+      counts[row.change]++;
+    }
+    if (json) {
+      const meta = {
+        generatedAt: this.heading(query, head).generatedAt.toISOString(),
+        since,
+        confidence: String(query.confidence),
+        confidenceMinimum: String(query.confidence),
+        added: counts.added,
+        removed: counts.removed,
+        format: 'delta',
+      };
+      yield `${counts.added ? '' : '],"added":['}]},"meta":${JSON.stringify(meta)}}`;
     }
   }
 }

@@ -1,3 +1,4 @@
+import type { QueryResultRow } from 'pg';
 import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
@@ -29,22 +30,113 @@ export interface BlacklistStats {
 export type CountryThreat = Record<string, { ips: number; avgScore: number }>;
 
 /** How one entry is written: an address per line, a CSV line, or a JSON object. */
-export type LineShape = 'txt' | 'csv' | 'json' | 'json-detailed';
+export type LineShape = 'txt' | 'csv' | 'json' | 'json-detailed' | 'json-abuseipdb';
+
+/** Rows read through a cursor; `release` gives the connection back (also when not read to the end). */
+export interface Streamed<T> {
+  rows: AsyncIterable<T>;
+  release: () => void;
+}
+
+/** The rows of a cursor, the cursor released however the reading ends. */
+export async function* drain<T>(streamed: Streamed<T>): AsyncGenerator<T> {
+  try {
+    yield* streamed.rows;
+  } finally {
+    streamed.release();
+  }
+}
+
+/** Text is handed on in pieces of about this size. */
+const CHUNK = 64 * 1024;
+
+/** Joins small pieces of text into chunks of about CHUNK characters. */
+export async function* chunked(pieces: AsyncIterable<string>): AsyncGenerator<string> {
+  let buffer = '';
+  for await (const piece of pieces) {
+    buffer += piece;
+    if (buffer.length >= CHUNK) {
+      yield buffer;
+      buffer = '';
+    }
+  }
+  if (buffer) yield buffer;
+}
 
 const ISO_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-const LINES: Record<LineShape, string> = {
+/** AbuseIPDB writes times with an offset: `2026-11-20T13:58:41+00:00`. */
+const OFFSET_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+/** Each line shape as an SQL expression over an entry. */
+export const LINE_SQL: Record<LineShape, string> = {
   txt: 'ip',
   csv: `ip || ',' || score || ',' || ${ISO_TIME} || ',' || total_reports || ',' || array_to_string(categories, '|')`,
   json: `json_build_object('ip', ip, 'ipAddress', ip, 'abuseConfidencePercentage', score, 'lastReportedAt', ${ISO_TIME})::text`,
   'json-detailed': `json_build_object('ip', ip, 'ipAddress', ip, 'abuseConfidencePercentage', score, 'lastReportedAt', ${ISO_TIME},
                       'categories', categories, 'countryCode', coalesce(country_code, 'ZZ'))::text`,
+  'json-abuseipdb': `json_build_object('ipAddress', ip, 'countryCode', country_code, 'abuseConfidenceScore', score,
+                       'lastReportedAt', ${OFFSET_TIME})::text`,
 };
 
+/** Which entries of a snapshot a list holds: its filters, cut after `limit` entries. */
 export interface EntryFilter {
   minScore: number;
-  categories: number[] | undefined;
+  categories?: number[] | undefined;
   limit: number;
+  family?: 4 | 6 | undefined;
+  onlyCountries?: string[] | undefined;
+  exceptCountries?: string[] | undefined;
 }
+
+/**
+ * A list in a snapshot: the entries at positions up to `cutoff` that pass the filter. Entries
+ * are ordered by score, so "the first `limit` entries that pass" is "those up to the position
+ * of the `limit`-th one": every query of a list is a range of positions.
+ */
+export interface Selection {
+  head: SnapshotHead;
+  filter: EntryFilter;
+  cutoff: number;
+}
+
+/** What a query reads of each entry (SQL expressions with their names) and in which order. */
+export interface Columns {
+  select: string;
+  /** `list`: by position; `address`: IPv4 before IPv6, each ascending. */
+  order?: 'list' | 'address';
+}
+
+/** A renewal window: the refresh phases (seconds of the 12-hour cycle) it covers, as ranges. */
+export type PhaseRanges = [number, number][];
+
+export const REFRESH_CYCLE_SECONDS = 43_200;
+
+const narrowed = (f: EntryFilter) => !!(f.categories?.length || f.family || f.onlyCountries?.length || f.exceptCountries?.length);
+
+/** The filter as SQL conditions on the entries of alias `t`, its values numbered from `$first`. */
+function filterSql(filter: EntryFilter, first: number, t = 'e'): { sql: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const param = (value: unknown) => {
+    values.push(value);
+    return `$${first + values.length - 1}`;
+  };
+  const parts: string[] = [];
+  if (filter.categories?.length) parts.push(`${t}.categories && ${param(filter.categories)}::smallint[]`);
+  if (filter.family) parts.push(`strpos(${t}.ip, ':') ${filter.family === 6 ? '>' : '='} 0`);
+  if (filter.onlyCountries?.length) parts.push(`${t}.country_code = any(${param(filter.onlyCountries)}::text[])`);
+  if (filter.exceptCountries?.length) parts.push(`coalesce(${t}.country_code <> all(${param(filter.exceptCountries)}::text[]), true)`);
+  return { sql: parts.map((part) => ` and ${part}`).join(''), values };
+}
+
+/** `snapshot_id = $n and position <= $n+1 and …` for a selection, on alias `t`. */
+function selectionSql(selection: Selection, first: number, t = 'e'): { sql: string; values: unknown[] } {
+  const filter = filterSql(selection.filter, first + 2, t);
+  return {
+    sql: `${t}.snapshot_id = $${first} and ${t}.position <= $${first + 1}${filter.sql}`,
+    values: [selection.head.id, selection.cutoff, ...filter.values],
+  };
+}
+
+const ORDER = { list: 'position', address: 'ip::inet' } as const;
 
 export interface RegenerationResult {
   snapshotId: number;
@@ -93,6 +185,8 @@ export class BlacklistSnapshots {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly scoreOf: (aggregate: IpAggregate) => number,
+    /** Earlier snapshots kept beside the current one (BLACKLIST_HISTORY), for deltas. */
+    private readonly history = DEFAULT_HISTORY,
   ) {}
 
   async head(): Promise<SnapshotHead | undefined> {
@@ -123,30 +217,114 @@ export class BlacklistSnapshots {
     return rows[0]?.countries ?? {};
   }
 
+  /** A kept snapshot by id (a bouncer's or a client's base), or undefined when it is gone. */
+  async headById(id: number): Promise<SnapshotHead | undefined> {
+    return (await this.kept()).find((head) => head.id === id);
+  }
+
+  /** The snapshots kept for deltas, newest first (the current one first). */
+  async kept(): Promise<SnapshotHead[]> {
+    const { rows } = await this.pool.query<{ id: number; generated_at: Date; content_hash: string; score_positions: number[] }>({
+      name: 'blacklist-kept',
+      text: 'select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc',
+    });
+    return rows.map((row) => ({ id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions }));
+  }
+
+  /** The list a filter makes of a snapshot (one small query when it narrows beyond the score). */
+  async select(head: SnapshotHead, filter: EntryFilter): Promise<Selection> {
+    const byScore = head.scorePositions[filter.minScore] ?? 0;
+    if (!narrowed(filter) || filter.limit >= byScore) return { head, filter, cutoff: Math.min(byScore, filter.limit) };
+    const where = filterSql(filter, 4);
+    const { rows } = await this.pool.query<{ position: number }>(
+      `select e.position from blacklist_entries e
+        where e.snapshot_id = $1 and e.position <= $2${where.sql}
+        order by e.position offset $3 limit 1`,
+      [head.id, byScore, filter.limit - 1, ...where.values],
+    );
+    return { head, filter, cutoff: rows[0]?.position ?? byScore };
+  }
+
   /**
-   * The entries of a snapshot that pass the filter, in list order, as a stream of rows read
-   * through a cursor: a large list never sits in memory whole.
+   * The entries of a list, read through a cursor (a large list never sits in memory whole).
+   * `columns` are SQL expressions over the entry (alias `e`): PostgreSQL writes each entry in
+   * its final form where it can, and the process only joins text.
    */
-  async stream(
-    head: SnapshotHead,
-    filter: EntryFilter,
-    shape: LineShape,
-  ): Promise<{ rows: AsyncIterable<{ line: string }>; release: () => void }> {
-    const lastPosition = head.scorePositions[filter.minScore] ?? 0;
+  stream<T>(selection: Selection, columns: Columns): Promise<Streamed<T>> {
+    const where = selectionSql(selection, 1);
+    return this.cursor<T>(
+      `select ${columns.select} from blacklist_entries e where ${where.sql} order by e.${ORDER[columns.order ?? 'list']}`,
+      where.values,
+    );
+  }
+
+  /** The entries of a list written in one of the line shapes of the list formats. */
+  lines(selection: Selection, shape: LineShape, order: Columns['order'] = 'list'): Promise<Streamed<{ line: string }>> {
+    return this.stream(selection, { select: `${LINE_SQL[shape]} as line`, order });
+  }
+
+  /**
+   * What changed from one list to another (the same filter on two snapshots): each entry with
+   * `change` `removed` (as it was) or `added` (as it is), removals first. Entries on both are
+   * left out, whatever their score did.
+   */
+  changes<T>(from: Selection, to: Selection, columns: Columns): Promise<Streamed<T & { change: 'added' | 'removed' }>> {
+    const a = selectionSql(from, 1);
+    const b = selectionSql(to, 1 + a.values.length);
+    return this.cursor(
+      `with a as (select ${columns.select}, e.ip as key_ip from blacklist_entries e where ${a.sql}),
+            b as (select ${columns.select}, e.ip as key_ip from blacklist_entries e where ${b.sql})
+       select 'removed' as change, a.* from a where not exists (select 1 from b where b.key_ip = a.key_ip)
+       union all
+       select 'added' as change, b.* from b where not exists (select 1 from a where a.key_ip = b.key_ip)
+       order by change desc`,
+      [...a.values, ...b.values],
+    );
+  }
+
+  /**
+   * Entries of a list whose refresh phase falls in `phases` (the renewals of a bouncer's pull),
+   * and, with `base`, that were on that earlier list too (new ones are sent as added anyway).
+   */
+  renewals<T>(selection: Selection, phases: PhaseRanges, columns: Columns, base?: Selection): Promise<Streamed<T>> {
+    const where = selectionSql(selection, 1);
+    const values = [...where.values];
+    const ranges = phases.map(([lo, hi]) => {
+      values.push(lo, hi);
+      return `e.refresh_phase between $${values.length - 1} and $${values.length}`;
+    });
+    let onBase = '';
+    if (base) {
+      const earlier = selectionSql(base, values.length + 1, 'p');
+      values.push(...earlier.values);
+      onBase = ` and exists (select 1 from blacklist_entries p where ${earlier.sql} and p.ip::inet = e.ip::inet and p.ip = e.ip)`;
+    }
+    return this.cursor(
+      `select ${columns.select} from blacklist_entries e
+        where ${where.sql} and (${ranges.join(' or ') || 'false'})${onBase}
+        order by e.position`,
+      values,
+    );
+  }
+
+  /** Entries of a list whose address lies in `first`..`last` (one address: both the same). */
+  async within<T>(selection: Selection, first: string, last: string, columns: Columns): Promise<T[]> {
+    const where = selectionSql(selection, 3);
+    const { rows } = await this.pool.query<T & QueryResultRow>(
+      `select ${columns.select} from blacklist_entries e
+        where ${where.sql} and e.ip::inet between $1::inet and $2::inet
+        order by e.${ORDER[columns.order ?? 'list']}`,
+      [first, last, ...where.values],
+    );
+    return rows;
+  }
+
+  private async cursor<T>(text: string, values: unknown[]): Promise<Streamed<T>> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
     client.on('error', onError);
-    // PostgreSQL writes each entry in its final form: the process only joins text.
-    const query = new QueryStream(
-      `select ${LINES[shape]} as line
-         from blacklist_entries
-        where snapshot_id = $1 and position <= $2 and ($3::smallint[] is null or categories && $3::smallint[])
-        order by position limit $4`,
-      [head.id, lastPosition, filter.categories ?? null, filter.limit],
-      { batchSize: 1000 },
-    );
-    const rows = client.query(query);
+    const rows = client.query(new QueryStream(text, values, { batchSize: 1000 }));
     let released = false;
     const release = () => {
       if (released) return;
@@ -157,7 +335,7 @@ export class BlacklistSnapshots {
     };
     rows.once('end', release);
     rows.once('error', release);
-    return { rows: rows as AsyncIterable<{ line: string }>, release };
+    return { rows: rows as AsyncIterable<T>, release };
   }
 
   /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
@@ -280,17 +458,18 @@ export class BlacklistSnapshots {
         [now, summary!.hash, summary!.total, scorePositions, JSON.stringify(stats)],
       );
       await client.query(
-        `insert into blacklist_entries (snapshot_id, position, ip, score, last_reported_at, total_reports, categories, country_code)
+        `insert into blacklist_entries (snapshot_id, position, ip, score, last_reported_at, total_reports, categories, country_code,
+                                        refresh_phase)
          select $1, row_number() over (order by score desc, last_reported_at desc, ip), ip, score, last_reported_at,
-                total_reports, categories, country_code
+                total_reports, categories, country_code, (hashtextextended(ip, 0) & 2147483647) % $2
            from blacklist_staging`,
-        [created!.id],
+        [created!.id, REFRESH_CYCLE_SECONDS],
       );
       // Fresh statistics, or the planner reads a million new rows as a few hundred and sorts.
       await client.query('analyze blacklist_entries');
-      // The previous snapshot stays for downloads still streaming it; older ones go.
-      await client.query('delete from blacklist_snapshots where id < (select max(id) from blacklist_snapshots where id < $1)', [
-        created!.id,
+      // The last `history` snapshots stay, for deltas and for downloads still streaming them.
+      await client.query('delete from blacklist_snapshots where id < (select id from blacklist_snapshots order by id desc offset $1 limit 1)', [
+        this.history,
       ]);
       writing.done({ changed: true, entries: summary!.total });
       return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now };
@@ -327,7 +506,10 @@ export class BlacklistSnapshots {
   }
 }
 
+/** Earlier snapshots kept by default: two hours of regenerations at the default interval. */
+export const DEFAULT_HISTORY = 8;
+
 /** The snapshots of a database, scored the way lookups score. */
-export function blacklistSnapshots(pool: Pool, clock: Clock): BlacklistSnapshots {
-  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage);
+export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY): BlacklistSnapshots {
+  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history);
 }

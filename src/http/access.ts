@@ -1,8 +1,9 @@
-import type { operations } from '../../generated/api.js';
 import { FEATURES, KEY_COUNTERS, type Feature, type KeyCounter } from '../keys/roles.js';
 import type { ApiDocument } from '../openapi.js';
+import type { AnyOperationId } from './types.js';
 
-export type OperationId = keyof operations;
+/** An operation of any document the server answers with its API keys (/api/v2, the AbuseIPDB adapter). */
+export type OperationId = AnyOperationId;
 
 /**
  * Who may call an operation and what a call costs, as the operation states it in the OpenAPI
@@ -42,14 +43,15 @@ export interface AccessRule {
   gatedByPublicLimit: boolean;
 }
 
-export type AccessRules = Readonly<Record<OperationId, AccessRule>>;
+/** The rules of the operations of one or more documents, by operationId. */
+export type AccessRules = Readonly<Partial<Record<OperationId, AccessRule>>>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 const ACCESS_FIELDS = new Set(['feature', 'answers', 'countsSite']);
 /** `per` (what one unit is) and `monthly` (the relay channel a send is metered on) are read by the reference only. */
 const CHARGE_FIELDS = new Set(['withKey', 'withoutKey', 'units', 'gatedByPublicLimit', 'per', 'monthly']);
 
-/** The access rules of every operation of the document; throws naming every malformed one. */
+/** The access rules of every operation of a document; throws naming every malformed one. */
 export function accessRules(document: ApiDocument): AccessRules {
   const rules: Partial<Record<OperationId, AccessRule>> = {};
   const problems: string[] = [];

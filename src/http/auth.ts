@@ -1,21 +1,25 @@
 import type { NextFunction, Request, Response } from 'express';
 import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
 import { hasFeature } from '../keys/roles.js';
-import type { AccessRule, OperationId } from './access.js';
+import type { AccessRule } from './access.js';
 import { siteHost, type KeySites } from '../keys/sites.js';
 import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
+import type { AnyOperationId } from './types.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
     /** The authenticated caller; undefined for a public call without a key. */
     caller?: Caller;
-    operationId?: OperationId;
+    operationId?: AnyOperationId;
   }
 }
 
-/** The key sent with the request: the `X-Key` header, else the `key` query parameter. */
-export function presentedKey(req: Request): string | undefined {
-  const header = req.headers['x-key'];
+/**
+ * The key sent with the request: its header (`X-Key`; AbuseIPDB clients send `Key`), else the
+ * `key` query parameter.
+ */
+export function presentedKey(req: Request, headerName: 'x-key' | 'key' = 'x-key'): string | undefined {
+  const header = req.headers[headerName];
   if (typeof header === 'string' && header !== '') return header;
   const query = (req.query as Record<string, unknown>).key;
   return typeof query === 'string' && query !== '' ? query : undefined;
@@ -31,10 +35,10 @@ const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
  * a key that is sent must be valid (401 otherwise, even on public operations); a key operation
  * without a key is 401; a role without the operation's feature is 403.
  */
-export function guard(operationId: OperationId, rule: AccessRule, keys: KeyAuthenticator) {
+export function guard(operationId: AnyOperationId, rule: AccessRule, keys: KeyAuthenticator, keyHeader: 'x-key' | 'key' = 'x-key') {
   return async (req: Request, res: Response, next: NextFunction) => {
     res.locals.operationId = operationId;
-    const key = presentedKey(req);
+    const key = presentedKey(req, keyHeader);
     if (key === undefined) {
       if (rule.feature) throw rule.relay ? relayUnauthorized('missing_api_key') : unauthorized('missing_api_key');
       return next();

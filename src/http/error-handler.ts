@@ -7,6 +7,7 @@ import { ApiError, errorCode, MESSAGES } from './errors.js';
 import type { Metering } from './metering.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { incidentLogger } from '../logging.js';
+import { protocolError, protocolOf } from './protocols.js';
 
 interface ValidatorError extends Error {
   status: number;
@@ -77,6 +78,7 @@ const STATUS_OF: Record<ErrorKind, number> = {
   payment_required: 402,
   forbidden: 403,
   not_found: 404,
+  gone: 410,
   too_large: 413,
   unprocessable: 422,
   rate_limited: 429,
@@ -169,8 +171,15 @@ export function errorHandler(logger: Logger, metering: Metering, rules: AccessRu
       res.destroy();
       return;
     }
-    if (mapped.status !== 503) await metering.ensureHeaders(req, res);
+    const protocol = protocolOf(req.path);
+    // Bouncers have no daily counter: no rate-limit headers for them.
+    if (mapped.status !== 503 && protocol !== 'crowdsec') await metering.ensureHeaders(req, res);
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
+    if (protocol) {
+      const { status, body } = protocolError(protocol, mapped, res);
+      res.status(status).json(body);
+      return;
+    }
     const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
     const relay = operationId !== undefined ? rules[operationId as OperationId]?.relay : RELAY_PATH.test(req.path);

@@ -1,7 +1,7 @@
 import { sendData } from '../http/envelope.js';
 import { sourceIp } from '../http/metering.js';
 import type { DataOf, Handlers } from '../http/types.js';
-import type { ReputationService } from './service.js';
+import { NETWORK_ADDRESSES_MAX, type ReputationService } from './service.js';
 
 export function reputationHandlers(reputation: ReputationService): Handlers {
   return {
@@ -15,6 +15,11 @@ export function reputationHandlers(reputation: ReputationService): Handlers {
         verbose: req.query.verbose ?? false,
         includeReports: req.query.include_reports ?? false,
       });
+      sendData(res, data);
+    },
+
+    async checkBlock(req, res) {
+      const data: DataOf<'checkBlock'> = await reputation.checkBlock(req.query.network, req.query.limit ?? NETWORK_ADDRESSES_MAX, res.locals.charge!);
       sendData(res, data);
     },
 

@@ -119,6 +119,93 @@ export class ReputationRepository {
     return rows.map(toAggregate);
   }
 
+  /**
+   * The reported addresses from `first` to `last` (a network), most recently reported first,
+   * at most `max` of them, and how many there are; with `since`, only those reported since.
+   */
+  async inNetwork(first: string, last: string, max: number, since?: Date): Promise<{ count: number; aggregates: IpAggregate[] }> {
+    const [counted, found] = await Promise.all([
+      this.pool.query<{ n: number }>({
+        name: 'network-count',
+        text: `select count(*)::int as n from ip_stats s
+                where s.ip::inet between $1::inet and $2::inet and ($3::timestamptz is null or s.last_reported_at >= $3)`,
+        values: [first, last, since ?? null],
+      }),
+      this.pool.query<AggregateRow>({
+        name: 'network-aggregates',
+        text: `select s.ip, ${AGGREGATE_COLUMNS},
+                      exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+                 from ip_stats s
+                where s.ip::inet between $1::inet and $2::inet and ($3::timestamptz is null or s.last_reported_at >= $3)
+                order by s.last_reported_at desc limit $4`,
+        values: [first, last, since ?? null, max],
+      }),
+    ]);
+    return { count: counted.rows[0]!.n, aggregates: found.rows.map(toAggregate) };
+  }
+
+  /**
+   * The reports about an address since a time: how many submissions, from how many accounts,
+   * the last one, and the newest `limit` of them with the country they were sent from.
+   */
+  async since(ip: string, since: Date, limit: number) {
+    const [counted, listed] = await Promise.all([
+      this.pool.query<{ total: number; reporters: number; last: Date | null }>({
+        name: 'reports-since-count',
+        text: `select coalesce(sum(1 + aggregation_count), 0)::int as total, count(distinct account_id)::int as reporters,
+                      max(reported_at) as last
+                 from reports where ip = $1 and reported_at >= $2`,
+        values: [ip, since],
+      }),
+      limit > 0
+        ? this.pool.query<{ reported_at: Date; categories: number[]; comment: string; reporter_country: string | null }>({
+            name: 'reports-since',
+            text: `select reported_at, categories, comment, reporter_country from reports
+                    where ip = $1 and reported_at >= $2 order by reported_at desc, id desc limit $3`,
+            values: [ip, since, limit],
+          })
+        : { rows: [] },
+    ]);
+    const { total, reporters, last } = counted.rows[0]!;
+    return {
+      totalReports: total,
+      distinctReporters: reporters,
+      lastReportedAt: last,
+      reports: listed.rows.map((r) => ({ reportedAt: r.reported_at, categories: r.categories, comment: r.comment, reporterCountry: r.reporter_country })),
+    };
+  }
+
+  /**
+   * Deletes every report an account made about an address and recomputes the address's
+   * aggregate from the reports left (removing it when none is), in one transaction under the
+   * lock reports of that account and address take. The statistics rollups keep what they
+   * counted. Returns how many reports were deleted.
+   */
+  async clear(accountId: number, ip: string, decay: { epochMs: number; halfLifeMs: number }): Promise<number> {
+    return transaction(this.pool, async (client) => {
+      await client.query(`select pg_advisory_xact_lock(hashtextextended($1::text || ':' || $2, 0))`, [accountId, ip]);
+      const { rowCount } = await client.query('delete from reports where account_id = $1 and ip = $2', [accountId, ip]);
+      if (!rowCount) return 0;
+      await client.query('delete from ip_reporters where ip = $1 and account_id = $2', [ip, accountId]);
+      await client.query(
+        `update ip_stats s set
+           total_reports = a.total, report_rows = a.rows, unique_reporters = a.reporters, honeypot_reports = a.honeypot,
+           last_reported_at = a.last, categories = a.categories, decay_sum = a.decay,
+           max_severity = coalesce((select max(c.severity_level) from threat_categories c where c.id = any(a.categories)), 0)
+         from (select count(*)::int as rows, sum(1 + aggregation_count)::int as total, count(distinct account_id)::int as reporters,
+                      coalesce(sum(1 + aggregation_count) filter (where reporter_role = 'honeypot'), 0)::int as honeypot,
+                      max(reported_at) as last,
+                      array(select distinct c from reports r, unnest(r.categories) c where r.ip = $1 order by c)::smallint[] as categories,
+                      sum((1 + aggregation_count) * power(2::float8, (extract(epoch from reported_at) * 1000 - $2) / $3)) as decay
+                 from reports where ip = $1) a
+        where s.ip = $1 and a.rows > 0`,
+        [ip, decay.epochMs, decay.halfLifeMs],
+      );
+      await client.query('delete from ip_stats where ip = $1 and not exists (select 1 from reports where ip = $1)', [ip]);
+      return rowCount;
+    });
+  }
+
   /** Reports about an address, newest first. */
   async history(ip: string, limit: number, offset: number): Promise<ReportRecord[]> {
     const { rows } = await this.pool.query<{

@@ -4,13 +4,13 @@
  */
 
 export const HALF_LIFE_DAYS = 14;
-const HALF_LIFE_MS = HALF_LIFE_DAYS * 86_400_000;
+export const HALF_LIFE_MS = HALF_LIFE_DAYS * 86_400_000;
 /**
  * Age weights are stored as 2^((t - EPOCH) / half-life) and summed on write, so that the sum of
  * every report's weight at any later time is one multiplication: sum * 2^(-(now - EPOCH) / h).
  * A double holds these up to 2^1023, i.e. until about 2064 with this epoch.
  */
-const EPOCH_MS = Date.UTC(2025, 0, 1);
+export const EPOCH_MS = Date.UTC(2025, 0, 1);
 
 /** What one report submission adds to `ip_stats.decay_sum`. */
 export function decayContribution(reportedAt: Date): number {

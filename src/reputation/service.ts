@@ -5,9 +5,9 @@ import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { DomainError, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
-import { nonPublicReason, parseAddress, type Address } from '../address.js';
+import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
-import { computeScore, decayContribution, type Score } from './score.js';
+import { computeScore, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 /** Charges the operation's daily counter, or throws 429 (see http/metering.ts). */
 export type Charge = (units: number, db?: Queryable) => Promise<void>;
@@ -22,6 +22,10 @@ export const SEARCH_QUERY_MAX = 64;
 export const REPORT_CATEGORIES_MAX = 30;
 export const HISTORY_PAGE_MAX = 10_000;
 export const HISTORY_PER_PAGE_MAX = 100;
+/** A network check scores at most this many addresses: every address of an IPv4 /16. */
+export const NETWORK_ADDRESSES_MAX = 65_536;
+/** The widest network a check takes, per IP version. */
+const NETWORK_PREFIX_MIN = { 4: 16, 6: 48 } as const;
 /** AS numbers are 32-bit (RFC 6793); those stored with addresses fit PostgreSQL's integer. */
 const MAX_ASN = 4_294_967_295;
 const MAX_STORED_ASN = 2_147_483_647;
@@ -59,7 +63,8 @@ export const cleanComment = (comment: string) => comment.replace(/\r\n?/g, '\n')
 type Refusal = { field: 'ip' | 'categories'; code: 'invalid_request' | 'address_not_reportable' | 'unknown_category'; message: string };
 type Validated = { report: NewReport; ignored: number[]; truncated: boolean };
 
-type CsvLine = { line: number; input: string } & (
+/** A line of a bulk report: parsed, or refused with why. */
+export type CsvLine = { line: number; input: string } & (
   | { ip: string; categories: number[]; comment: string }
   | { error: string }
 );
@@ -202,6 +207,50 @@ export class ReputationService {
   }
 
   /**
+   * GET /check-block: the reported addresses of an IPv4 /16-/32 or IPv6 /48-/128 network,
+   * highest score first. Charges one check per address returned, at least one; a refused
+   * charge answers nothing. `since`: only addresses reported since.
+   */
+  async checkBlock(network: string, limit: number, charge: Charge, since?: Date) {
+    within('query', 'limit', limit, 1, NETWORK_ADDRESSES_MAX);
+    const parsed = parseNetwork(network, { prefixRequired: true });
+    if (!parsed) {
+      const message = 'must be a network in CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/48';
+      throw new DomainError('invalid_input', `Invalid request: query parameter 'network' ${message}.`, { code: 'invalid_request', fields: [{ location: 'query', name: 'network', message }] });
+    }
+    const widest = NETWORK_PREFIX_MIN[parsed.version];
+    if (parsed.bits < widest) {
+      const message = `an IPv${parsed.version} network must be /${widest} to /${parsed.version === 4 ? 32 : 128}`;
+      throw new DomainError('unprocessable', `${parsed.text} is wider than /${widest}; check IPv4 networks from /16 to /32 and IPv6 networks from /48 to /128.`, { code: 'network_too_large', fields: [{ location: 'query', name: 'network', message }] });
+    }
+    const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
+    await charge(Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX)));
+    const scored = aggregates
+      .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
+      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0))
+      .slice(0, limit);
+    return {
+      network: parsed.text,
+      networkAddress: parsed.firstAddress,
+      prefixLength: parsed.bits,
+      netmask: parsed.netmask,
+      firstAddress: parsed.firstAddress,
+      lastAddress: parsed.lastAddress,
+      addressCount: (parsed.last - parsed.first + 1n).toString(),
+      reportedCount: count,
+      truncated: scored.length < count,
+      reported: scored.map(({ aggregate, score }) => ({
+        ip: aggregate.ip,
+        abuseConfidencePercentage: score,
+        totalReports: aggregate.totalReports,
+        lastReportedAt: aggregate.lastReportedAt!.toISOString(),
+        categories: aggregate.categories,
+        countryCode: this.place(aggregate).countryCode,
+      })),
+    };
+  }
+
+  /**
    * Validates one report; returns the refusal instead of throwing so bulk lines can list it.
    * Ids not in the catalogue are dropped and named (`ignored`): a report is refused for its
    * categories only when none is known. A comment longer than COMMENT_MAX is shortened, since
@@ -284,11 +333,19 @@ export class ReputationService {
     if (Buffer.byteLength(csv, 'utf8') > BULK_REPORT_MAX_BYTES) {
       throw new DomainError('too_large', `The CSV is larger than ${BULK_REPORT_MAX_BYTES} bytes; split it into several requests.`);
     }
-    const lines = this.parseCsv(csv);
+    const answer = await this.reportLines(caller, reporterIp, this.parseCsv(csv), charge);
+    return { ...answer, errors: answer.errors.map(({ field: _field, ...error }) => error) };
+  }
+
+  /**
+   * Reports lines parsed from a CSV (this API's or AbuseIPDB's): every line is charged (all or
+   * nothing), valid ones stored, refused ones returned with why.
+   */
+  async reportLines(caller: Caller, reporterIp: string, lines: CsvLine[], charge: Charge) {
     if (lines.length > BULK_REPORT_MAX_LINES) {
       throw new DomainError('too_large', `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
     }
-    const errors: { line: number; input: string; error: string }[] = [];
+    const errors: { line: number; input: string; error: string; field?: Refusal['field'] }[] = [];
     const warnings: { line: number; message: string }[] = [];
     const valid: NewReport[] = [];
     for (const line of lines) {
@@ -298,7 +355,7 @@ export class ReputationService {
       }
       const validated = await this.validateReport(line.ip, line.categories, line.comment);
       if ('field' in validated) {
-        errors.push({ line: line.line, input: line.input, error: validated.message });
+        errors.push({ line: line.line, input: line.input, error: validated.message, field: validated.field });
         continue;
       }
       valid.push(validated.report);
@@ -308,6 +365,22 @@ export class ReputationService {
     if (valid.length) await this.store(caller, reporterIp, valid, charge, lines.length);
     else if (lines.length) await charge(lines.length);
     return { success_count: valid.length, error_count: errors.length, errors, warnings };
+  }
+
+  /**
+   * The reports about an address of the last `days` days (AbuseIPDB's `maxAgeInDays`): counts,
+   * the last one and, when `shown` > 0, the newest of them.
+   */
+  async window(ip: string, days: number, shown: number) {
+    within('query', 'maxAgeInDays', days, 1, 365);
+    const parsed = this.parse(ip, 'query', 'ipAddress');
+    return this.repository.since(parsed.text, new Date(this.clock.now().getTime() - days * 86_400_000), shown);
+  }
+
+  /** Deletes the caller's reports about an address (its score follows from the others at once). */
+  async clearReports(caller: Caller, ip: string): Promise<number> {
+    const parsed = this.parse(ip, 'query', 'ipAddress');
+    return this.repository.clear(caller.accountId, parsed.text, { epochMs: EPOCH_MS, halfLifeMs: HALF_LIFE_MS });
   }
 
   /**

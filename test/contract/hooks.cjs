@@ -1,6 +1,7 @@
 /*
- * Dredd hooks. Dredd reads OpenAPI 3 only in part, so these hooks:
- * - prefix every request with the server base (/api/v2), which Dredd does not take from `servers`;
+ * Dredd hooks, for each document the server answers (TRS_DREDD_DOCUMENT: `openapi`, the API;
+ * `crowdsec` or `abuseipdb`, the other protocols). Dredd reads OpenAPI 3 only in part, so these hooks:
+ * - prefix every request with the document's base (/api/v2, …), which Dredd does not take from `servers`;
  * - send the key of a suitable role (Dredd ignores security schemes);
  * - stage the error cases they can stage (400, 401, 403) and skip the others, and skip the
  *   operations this server does not implement yet;
@@ -11,18 +12,29 @@ const fs = require('node:fs');
 const path = require('node:path');
 const hooks = require('hooks');
 
-const document = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.json'), 'utf8'));
+const DOCUMENT = process.env.TRS_DREDD_DOCUMENT || 'openapi';
+const document = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', `${DOCUMENT}.json`), 'utf8'));
 const keys = JSON.parse(process.env.TRS_KEYS || '{}');
-const BASE = '/api/v2';
+const BASE = { openapi: '/api/v2', crowdsec: '/crowdsec/v1', abuseipdb: '/abuseipdb/api/v2' }[DOCUMENT];
+/** Where each protocol's clients send their key. */
+const KEY_HEADER = { openapi: 'X-Key', crowdsec: 'X-Api-Key', abuseipdb: 'Key' }[DOCUMENT];
 
 /**
  * For each key operation, the least role that may call it and, where there is one, a role that
  * may not (to stage 403): run-dredd.ts works them out from the operations' `x-access` and the
- * role table, as the server does, so that no table of roles is written here again.
+ * role table, as the server does, so that no table of roles is written here again. CrowdSec's
+ * operations take a bouncer's key (run-dredd.ts makes one), and refuse an unknown one with 403.
  */
 const ACCESS = JSON.parse(process.env.TRS_ACCESS || '{}');
-const ROLE_FOR = Object.fromEntries(Object.entries(ACCESS).filter(([, a]) => a.leastRole).map(([id, a]) => [id, a.leastRole]));
-const ROLE_WITHOUT = Object.fromEntries(Object.entries(ACCESS).filter(([, a]) => a.roleWithout).map(([id, a]) => [id, a.roleWithout]));
+const BOUNCER_OPERATIONS = ['getDecisionsStream', 'getDecisions'];
+const ROLE_FOR = {
+  ...Object.fromEntries(Object.entries(ACCESS).filter(([, a]) => a.leastRole).map(([id, a]) => [id, a.leastRole])),
+  ...Object.fromEntries(BOUNCER_OPERATIONS.map((id) => [id, 'bouncer'])),
+};
+const ROLE_WITHOUT = {
+  ...Object.fromEntries(Object.entries(ACCESS).filter(([, a]) => a.roleWithout).map(([id, a]) => [id, a.roleWithout])),
+  ...Object.fromEntries(BOUNCER_OPERATIONS.map((id) => [id, 'bouncer_unknown'])),
+};
 
 function resolve(node, seen = new Set()) {
   if (Array.isArray(node)) return node.map((n) => resolve(n, seen));
@@ -59,7 +71,7 @@ function setFormat(transaction, format) {
 }
 
 function setKey(transaction, key) {
-  if (key) transaction.request.headers['X-Key'] = key;
+  if (key) transaction.request.headers[KEY_HEADER] = key;
 }
 
 function addQuery(transaction, query) {
@@ -110,6 +122,17 @@ function setQuery(transaction, name, value) {
   } else addQuery(transaction, `${name}=${encoded}`);
 }
 
+function removeQuery(transaction, name) {
+  const re = new RegExp(`([?&])${name}=[^&]*&?`);
+  for (const field of ['fullPath', 'uri']) {
+    const key = field === 'uri' ? 'request' : null;
+    const value = key ? transaction.request.uri : transaction.fullPath;
+    const next = value.replace(re, '$1').replace(/[?&]$/, '');
+    if (key) transaction.request.uri = next;
+    else transaction.fullPath = next;
+  }
+}
+
 function setPath(transaction, from, to) {
   transaction.fullPath = transaction.fullPath.replace(`/${from}`, `/${to}`);
   transaction.request.uri = transaction.request.uri.replace(`/${from}`, `/${to}`);
@@ -121,7 +144,7 @@ function setBody(transaction, body) {
 }
 
 /** Keyed envelope operations that count the site a request names (X-Rip-Site). */
-const DOMAIN_LIMITED = new Set(['checkIpPublic', 'getPublicStats', 'searchIpsPublic', 'listCategories', 'getAttackMapData', 'getStatistics', 'listBlacklistCategories', 'getBlacklistStats', 'checkIp', 'reportIp', 'saveNotificationConfig']);
+const DOMAIN_LIMITED = new Set(['checkIpPublic', 'getPublicStats', 'searchIpsPublic', 'listCategories', 'getAttackMapData', 'getStatistics', 'listBlacklistCategories', 'getBlacklistStats', 'checkIp', 'checkBlock', 'reportIp', 'saveNotificationConfig']);
 
 /** A well-formed request each operation refuses with 422. */
 const UNPROCESSABLE = {
@@ -131,11 +154,28 @@ const UNPROCESSABLE = {
   sendRelayMail: (t) => setBody(t, { recipient: 'user@example.com', subject: 'No body' }),
   sendRelaySms: (t) => setBody(t, { recipient_phone: '+8613800138000', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 5 } }),
   getBlacklist: (t) => setQuery(t, 'category', '999'),
+  checkBlock: (t) => setQuery(t, 'network', '45.0.0.0/8'),
   getBlacklistDetailed: (t) => setQuery(t, 'category', '999'),
   getBlacklistCombined: (t) => setQuery(t, 'category', '999'),
   exportBlacklistGit: (t) => setQuery(t, 'category', '999'),
   getTrends: (t) => setQuery(t, 'category', '999'),
+  abuseipdbCheck: (t) => setQuery(t, 'maxAgeInDays', '400'),
+  abuseipdbReport: (t) => setBody(t, { ip: '10.0.0.1', categories: '18' }),
+  abuseipdbBlacklist: (t) => setQuery(t, 'confidenceMinimum', '5'),
+  abuseipdbBulkReport: (t) => setMultipart(t, ''),
+  abuseipdbCheckBlock: (t) => setQuery(t, 'network', '45.0.0.0/8'),
+  abuseipdbClearAddress: (t) => setQuery(t, 'ipAddress', 'nope'),
 };
+
+/** A multipart body with the CSV file of a bulk report (Dredd sends no body for multipart operations). */
+function setMultipart(transaction, csv) {
+  const boundary = 'trs-dredd-boundary';
+  transaction.request.headers['Content-Type'] = `multipart/form-data; boundary=${boundary}`;
+  transaction.request.body = csv === ''
+    ? `--${boundary}--\r\n`
+    : `--${boundary}\r\nContent-Disposition: form-data; name="csv"; filename="report.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`;
+}
+const BULK_CSV = 'IP,Categories,ReportDate,Comment\r\n45.155.205.201,"18,22",,contract test\r\n203.0.foo.1,18,,refused';
 
 /** A caller whose daily counter is used up (seeded by run-dredd.ts). */
 const exhaustedAddress = (t) => {
@@ -150,6 +190,10 @@ const TOO_MANY = {
   getAttackMapData: exhaustedAddress,
   getStatistics: exhaustedAddress,
   checkIp: (t) => setKey(t, keys.free_exhausted),
+  checkBlock: (t) => setKey(t, keys.free_exhausted),
+  abuseipdbCheck: (t) => setKey(t, keys.free_exhausted),
+  abuseipdbReport: (t) => setKey(t, keys.free_exhausted),
+  abuseipdbCheckBlock: (t) => setKey(t, keys.free_exhausted),
   reportIp: (t) => setKey(t, keys.free_exhausted),
   submitWhitelistFeedback: (t) => setKey(t, keys.contributor_exhausted),
   bulkCheckIps: (t) => setKey(t, keys.professional_exhausted),
@@ -173,6 +217,9 @@ hooks.beforeEach((transaction) => {
   transaction.request.uri = BASE + transaction.request.uri;
   const needsKey = id in ROLE_FOR;
   fillFormBody(transaction, operation);
+  // Dredd sends every parameter's example: `since` would ask for a delta from a list never made.
+  if (id === 'getBlacklist') removeQuery(transaction, 'since');
+  if (id === 'abuseipdbBulkReport') setMultipart(transaction, BULK_CSV);
   switch (status) {
     case '200': {
       if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
@@ -182,11 +229,18 @@ hooks.beforeEach((transaction) => {
       if (FORMATS[expectedType] && /[?&]format=/.test(transaction.fullPath) && id !== 'exportBlacklistGit') {
         setFormat(transaction, FORMATS[expectedType]);
       }
+      // AbuseIPDB's list is text with `plaintext`, JSON without it.
+      if (id === 'abuseipdbBlacklist' && expectedType === 'application/json') removeQuery(transaction, 'plaintext');
       break;
     }
     case '400':
       if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
-      addQuery(transaction, 'unknown_parameter=1');
+      // AbuseIPDB refuses a bad parameter with 422: its 400 is a body it cannot read.
+      if (id === 'abuseipdbReport') {
+        transaction.request.headers['Content-Type'] = 'application/json';
+        transaction.request.body = '{"ip": ';
+      } else if (id === 'abuseipdbBulkReport') return skip(transaction, 'a malformed multipart body is refused before its operation is known');
+      else addQuery(transaction, 'unknown_parameter=1');
       break;
     case '401':
       setKey(transaction, 'trs_' + 'x'.repeat(43));
@@ -221,6 +275,12 @@ hooks.beforeEach((transaction) => {
       refused(transaction);
       break;
     }
+    case '410':
+      // A list no longer kept (or never made): `since` names a tag of no kept snapshot.
+      if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
+      if (id !== 'getBlacklist') return skip(transaction, 'no 410 to stage');
+      setQuery(transaction, 'since', '"bl-0000000000000000"');
+      break;
     case '402':
       // A Professional account whose inclusive quota is used up and that holds no bundle.
       setKey(transaction, keys.professional_capped);
@@ -278,7 +338,7 @@ hooks.beforeEach((transaction, done) => {
 /** A 304 needs the current ETag: fetch the resource as the transaction will, then send it back. */
 hooks.beforeEach((transaction, done) => {
   if (transaction.skip || !transaction.needsEtag) return done();
-  fetch(`http://${transaction.host}:${transaction.port}${transaction.fullPath}`, { headers: { 'X-Key': transaction.request.headers['X-Key'] || '' } })
+  fetch(`http://${transaction.host}:${transaction.port}${transaction.fullPath}`, { headers: { [KEY_HEADER]: transaction.request.headers[KEY_HEADER] || '' } })
     .then((res) => {
       transaction.request.headers['If-None-Match'] = res.headers.get('etag') || '';
       return res.arrayBuffer();

@@ -2,7 +2,7 @@ import { ReferenceKind, type EntityMetadata, type EntityProperty } from '@mikro-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountEntity, ApiKeyEntity } from '../../src/db/entities.js';
 import { AuditEventEntity, InviteEntity, WebSessionEntity } from '../../src/db/entities/accounts.js';
-import { BlacklistEntryEntity, BlacklistSnapshotEntity } from '../../src/db/entities/blacklist.js';
+import { BlacklistEntryEntity, BlacklistSnapshotEntity, BouncerEntity } from '../../src/db/entities/blacklist.js';
 import { KeySiteEntity, UsageCounterEntity } from '../../src/db/entities/keys.js';
 import { SiteNotificationConfigEntity } from '../../src/db/entities/notifications.js';
 import { RelayMessageEntity, RelayUsageEntity } from '../../src/db/entities/relay.js';
@@ -254,10 +254,11 @@ describe('the entities read back what they write', () => {
     em.create(WebSessionEntity, { idHash: Buffer.alloc(32, 7), account, createdAt: now, lastSeenAt: now, expiresAt: now, flash: null });
     const audit = em.create(AuditEventEntity, { account, at: now, kind: 'key_created' });
     const snapshot = em.create(BlacklistSnapshotEntity, { generatedAt: now, checkedAt: now, contentHash: 'h', entryCount: 1, scorePositions: [1, 1, 0], stats: { total: 1 } });
-    em.create(BlacklistEntryEntity, { snapshot, position: 0, ip: '203.0.113.9', score: 90, lastReportedAt: now, totalReports: 1, categories: [18], countryCode: null });
+    em.create(BlacklistEntryEntity, { snapshot, position: 0, ip: '203.0.113.9', score: 90, lastReportedAt: now, totalReports: 1, categories: [18], countryCode: null, refreshPhase: 3600 });
     em.create(SiteNotificationConfigEntity, { key, site: 'shop.example.com', siteUrl: 'https://shop.example.com', recipients: ['a@example.com', 'b, c@example.com'], fromName: 'Shop', fromEmail: 'shop@example.com', updatedAt: now });
     const message = em.create(RelayMessageEntity, { account, channel: 'sms', periodStart: now, fundedBy: 'inclusive', recipient: '+4915112345678', payload: { code: '123456' }, createdAt: now, lastError: null, finishedAt: null, keyId: key.id, provider: null, providerId: null, sendingAt: null, sentAt: null, receiptAt: null, receiptError: null });
     em.create(RelayUsageEntity, { account, channel: 'sms', periodStart: now, inclusiveUsed: 1 });
+    em.create(BouncerEntity, { name: 'fw', keyHash: Buffer.alloc(32, 9), keyPrefix: 'trsb_abc', confidenceMinimum: 90, categories: [18, 22], entryLimit: null, createdAt: now, lastPullAt: null, lastSnapshotId: null, lastChoice: null, lastSeenAt: null, lastIp: null, userAgent: null });
     em.create(InviteEntity, { codeHash: Buffer.from('c0de', 'hex'), createdAt: now, expiresAt: now, usedAt: null, usedBy: null });
     em.create(CountryTotalEntity, { countryCode: 'DE', ips: 1, reports: 2 ** 40 });
     await em.flush();

@@ -3,12 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLES } from '../../src/db/entities.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 import { rawCall } from '../support/http.js';
+import { dereferencer, DOCUMENTS } from '../support/documents.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { bouncersOf } from '../support/crowdsec.js';
 
 /**
  * Contract fuzzing: thousands of invalid and edge-case requests generated from the OpenAPI
- * document, for every operation. Whatever arrives, the server answers without a 5xx, with a
+ * documents (/api/v2's, and the CrowdSec and AbuseIPDB protocols'), for every operation. Whatever arrives, the server answers without a 5xx, with a
  * status the document lists for the operation (or 404/405 for what matches none), in the
  * envelope (or the relay's error body), and a refused request stores and charges nothing.
  *
@@ -17,17 +19,11 @@ import { startTestServer, type TestServer } from '../support/server.js';
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3000);
 
-const doc = loadApiArtifacts().document as any;
-const resolve = (node: any): any => {
-  if (node && typeof node.$ref === 'string') {
-    return resolve(node.$ref.slice(2).split('/').reduce((o: any, k: string) => o[k.replace(/~1/g, '/')], doc));
-  }
-  return node;
-};
-
 interface Operation {
   id: string;
   method: string;
+  base: string;
+  protocol: (typeof DOCUMENTS)[number]['protocol'];
   path: string;
   params: { name: string; in: 'query' | 'path' | 'header'; required: boolean; example: unknown }[];
   bodyExample: unknown;
@@ -35,31 +31,37 @@ interface Operation {
   relay: boolean;
 }
 
-const operations: Operation[] = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-  Object.entries(item).map(([method, op]) => ({
-    id: op.operationId as string,
-    method: method.toUpperCase(),
-    path,
-    params: ((op.parameters ?? []) as any[]).map(resolve).map((p: any) => ({
-      name: p.name,
-      in: p.in,
-      required: !!p.required,
-      example: p.example ?? p.schema?.default ?? 'x',
+const operations: Operation[] = DOCUMENTS.flatMap(({ base, doc, protocol }) => {
+  const resolve = dereferencer(doc);
+  return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]) => ({
+      id: op.operationId as string,
+      method: method.toUpperCase(),
+      base,
+      protocol,
+      path,
+      params: ((op.parameters ?? []) as any[]).map(resolve).map((p: any) => ({
+        name: p.name,
+        in: p.in,
+        required: !!p.required,
+        example: p.example ?? p.schema?.default ?? 'x',
+      })),
+      bodyExample: (() => {
+        const content = resolve(op.requestBody)?.content?.['application/json'];
+        const example = content && Object.values(content.examples ?? {})[0];
+        return example ? resolve(example).value : undefined;
+      })(),
+      statuses: new Set(Object.keys(op.responses).filter((s) => /^\d+$/.test(s)).map(Number)),
+      relay: /relay/i.test(op.operationId),
     })),
-    bodyExample: (() => {
-      const content = resolve(op.requestBody)?.content?.['application/json'];
-      const example = content && Object.values(content.examples ?? {})[0];
-      return example ? resolve(example).value : undefined;
-    })(),
-    statuses: new Set(Object.keys(op.responses).filter((s) => /^\d+$/.test(s)).map(Number)),
-    relay: /relay/i.test(op.operationId),
-  })),
-);
+  );
+});
 
 let s: TestServer;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
 let sms: Awaited<ReturnType<typeof startSmsProvider>>;
 const keys: string[] = [];
+let bouncerKey: string;
 
 beforeAll(async () => {
   smtp = await startSmtp();
@@ -68,6 +70,7 @@ beforeAll(async () => {
     config: { relay: { mail: { smtpUrl: smtp.url, from: 'relay@example.net' }, sms: { url: sms.url, token: sms.token } } },
   });
   for (const role of ROLES) keys.push((await s.createKey(role, role === 'business' ? { licences: 2 } : {})).key);
+  bouncerKey = (await bouncersOf(s).add('fuzzed', { confidence: 0 })).key;
 });
 afterAll(async () => {
   await s?.close();
@@ -109,22 +112,22 @@ const nastyJson: fc.Arbitrary<unknown> = fc.oneof(
  * canonical path itself) exactly what the canonical path answers.
  */
 const PATH_VARIANTS = ['upper-base', 'upper-path', 'trailing-slash', 'double-slash', 'encoded-letter', 'dot-segment', 'encoded-slash'] as const;
-function pathVariant(path: string, variant: (typeof PATH_VARIANTS)[number]): string {
+function pathVariant(base: string, path: string, variant: (typeof PATH_VARIANTS)[number]): string {
   switch (variant) {
     case 'upper-base':
-      return '/API/V2' + path;
+      return base.toUpperCase() + path;
     case 'upper-path':
-      return '/api/v2' + path.toUpperCase();
+      return base + path.toUpperCase();
     case 'trailing-slash':
-      return '/api/v2' + path + '/';
+      return base + path + '/';
     case 'double-slash':
-      return '/api/v2/' + path;
+      return base + '/' + path;
     case 'encoded-letter':
-      return '/api/v2' + path.replace(/[a-z]/, (c) => '%' + c.charCodeAt(0).toString(16));
+      return base + path.replace(/[a-z]/, (c) => '%' + c.charCodeAt(0).toString(16));
     case 'dot-segment':
-      return '/api/v2/x/..' + path;
+      return base + '/x/..' + path;
     case 'encoded-slash':
-      return '/api/v2' + path.replace('/', '%2F');
+      return base + path.replace('/', '%2F');
   }
 }
 /** Large values are generated as short tags and built when the request is made, so that a
@@ -235,13 +238,18 @@ describe('contract fuzzing', () => {
           else if (p.in === 'header' && !/[\r\n\u0000-\u001f\u007f-\uffff]/.test(p.value)) headers[p.name] = p.value;
         }
         query.push(...extraQuery);
-        if (keyIndex < ROLES.length) headers['X-Key'] = keys[keyIndex]!;
-        else if (keyIndex === ROLES.length) headers['X-Key'] = 'trs_' + 'F'.repeat(43);
+        // Each protocol's key in its own header: a role's key, an unknown one, or none.
+        const keyHeader = op.protocol === 'crowdsec' ? 'X-Api-Key' : op.protocol === 'abuseipdb' ? 'Key' : 'X-Key';
+        if (op.protocol === 'crowdsec') {
+          if (keyIndex < ROLES.length) headers[keyHeader] = bouncerKey;
+          else if (keyIndex === ROLES.length) headers[keyHeader] = 'trsb_' + 'F'.repeat(43);
+        } else if (keyIndex < ROLES.length) headers[keyHeader] = keys[keyIndex]!;
+        else if (keyIndex === ROLES.length) headers[keyHeader] = 'trs_' + 'F'.repeat(43);
         if (op.method === 'POST') {
           headers['content-type'] = contentType;
           if (encoding) headers['content-encoding'] = encoding;
         }
-        const fullPath = m.kind === 'path' ? pathVariant(path, m.variant) : '/api/v2' + path;
+        const fullPath = m.kind === 'path' ? pathVariant(op.base, path, m.variant) : op.base + path;
         const url = `${s.origin}${fullPath}${query.length ? '?' + query.join('&') : ''}`;
         const before = await counts();
         let res: Pick<Response, 'status' | 'text'>;
@@ -267,8 +275,13 @@ describe('contract fuzzing', () => {
         }
         if (res.status >= 400) {
           const json = JSON.parse(text);
+          const fromProtocol = fullPath.startsWith(op.base + '/') && res.status !== 405;
           if (op.relay && res.status !== 404 && res.status !== 405) {
             expect(json, where).toMatchObject({ ok: false, code: expect.any(String), message: expect.any(String) });
+          } else if (op.protocol === 'crowdsec' && fromProtocol) {
+            expect(json, where).toEqual({ message: expect.any(String), ...(json.errors ? { errors: expect.any(String) } : {}) });
+          } else if (op.protocol === 'abuseipdb' && fromProtocol) {
+            expect(json.errors?.[0], where).toMatchObject({ detail: expect.any(String), status: res.status });
           } else {
             expect(json.meta, where).toMatchObject({ success: false, code: res.status, message: expect.any(String) });
           }
@@ -280,9 +293,9 @@ describe('contract fuzzing', () => {
           // changed nothing (asserted above) and a read changes nothing it shows, so those must
           // match exactly. An accepted write is a second write: the same status, unless the
           // first used up a limit (a relay recipient's free messages), which is then a 429.
-          const again = await onTheWire(`/api/v2${path}`, query, op.method, headers, op.method === 'POST' ? body : undefined);
+          const again = await onTheWire(`${op.base}${path}`, query, op.method, headers, op.method === 'POST' ? body : undefined);
           const againText = await again.text();
-          const canonicalWhere = `${where}; canonical /api/v2${path} -> ${again.status} ${againText.slice(0, 200)}`;
+          const canonicalWhere = `${where}; canonical ${op.base}${path} -> ${again.status} ${againText.slice(0, 200)}`;
           if (res.status >= 400 || op.method === 'GET') {
             expect(again.status, canonicalWhere).toBe(res.status);
             expect(againText, canonicalWhere).toBe(text);

@@ -5,17 +5,20 @@ import { parseAddress } from '../../src/address.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 
 /**
- * Checks a body against a schema of the contract, for the responses the validator middleware
- * cannot see (streamed bodies: the blacklist in its three formats).
+ * Checks a body against a schema of a contract, for the responses the validator middleware
+ * cannot see (streamed bodies: the blacklist in its formats, bouncers' decision streams).
  */
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
 ajv.addFormat('ip', (value: string) => parseAddress(value) !== undefined);
-ajv.addSchema(loadApiArtifacts().document as object, 'api');
+const artifacts = loadApiArtifacts();
+ajv.addSchema(artifacts.document as object, 'api');
+ajv.addSchema(artifacts.protocols.crowdsec.document as object, 'crowdsec');
+ajv.addSchema(artifacts.protocols.abuseipdb.document as object, 'abuseipdb');
 
-export function expectSchema(componentSchema: string, body: unknown): void {
-  const validate = ajv.getSchema(`api#/components/schemas/${componentSchema}`);
-  if (!validate) throw new Error(`no schema ${componentSchema}`);
+export function expectSchema(componentSchema: string, body: unknown, document: 'api' | 'crowdsec' | 'abuseipdb' = 'api'): void {
+  const validate = ajv.getSchema(`${document}#/components/schemas/${componentSchema}`);
+  if (!validate) throw new Error(`no schema ${componentSchema} in ${document}`);
   const ok = validate(body);
   expect(ok ? [] : validate.errors).toEqual([]);
 }

@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A TCP proxy in front of PostgreSQL, for fault tests: `cut()` acts as a database that stops
- * (every connection dropped, new ones refused), `restore()` as one that starts again.
+ * (every connection dropped, new ones refused), `restore()` as one that starts again. Also a
+ * way into a test server from another network namespace (`listenHost`).
  */
-export async function startTcpProxy(targetHost: string, targetPort: number) {
+export async function startTcpProxy(targetHost: string, targetPort: number, listenHost = '127.0.0.1') {
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let port = 0;
@@ -22,7 +23,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number) {
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
     });
-    server.listen(port, '127.0.0.1');
+    server.listen(port, listenHost);
     await once(server, 'listening');
     port = (server.address() as AddressInfo).port;
   };

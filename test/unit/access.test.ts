@@ -24,8 +24,8 @@ describe('access rules from the document', () => {
     expect(rules.verifyKey).toMatchObject({ feature: 'verify', countsSite: false });
     expect(rules.getStatistics).toMatchObject({ gatedByPublicLimit: true, chargeWithKey: undefined });
     // Honeypot keys report in bulk but have no relay; Business has the audit trail.
-    expect(hasFeature('honeypot', rules.bulkReportIps.feature!)).toBe(true);
-    expect(hasFeature('honeypot', rules.sendRelayMail.feature!)).toBe(false);
+    expect(hasFeature('honeypot', rules.bulkReportIps!.feature!)).toBe(true);
+    expect(hasFeature('honeypot', rules.sendRelayMail!.feature!)).toBe(false);
   });
 
   it('refuses a malformed or missing rule, naming the operation', () => {

@@ -291,6 +291,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/check-block": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Check the reported addresses of a network
+         * @description Returns every reported address inside an IPv4 network from /16 to /32 or an
+         *     IPv6 network from /48 to /128, each with its score, highest first (then by
+         *     address), with the network's bounds. An address without reports is not
+         *     listed; a whitelisted one is listed with score 0.
+         *
+         *     A /24 with 40 reported addresses costs 40 checks: lower `limit` to bound the
+         *     charge.
+         *
+         *     - **Access:** any valid key (every role).
+         *     - **Quota:** +N on the daily check quota, one per address returned (at least one per call), charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
+         *     - A wider network (/15 or /47 and shorter) is refused with 422
+         *       `network_too_large`. Should a network hold more than 65,536 reported
+         *       addresses (only an IPv6 one can), the 65,536 most recently reported are
+         *       scored and `truncated` is `true`.
+         */
+        get: operations["checkBlock"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/report": {
         parameters: {
             query?: never;
@@ -381,14 +414,43 @@ export interface paths {
          *
          *     Errors are JSON envelopes whatever the format.
          *
+         *     ## Firewall formats
+         *
+         *     These answer `text/plain` files that the tool loads as they are; the first
+         *     lines (`#` comments) say how.
+         *
+         *     | `format` | Load it with | What it makes |
+         *     |---|---|---|
+         *     | `cidr` | anything that reads CIDR lists | one block per line (`/32`, `/128` for single addresses) |
+         *     | `nftables` | `nft -f FILE` | `table inet trs`, replaced in one transaction: sets `v4`, `v6` (interval sets with `aggregate=true`) and chains `input` and `forward` dropping their traffic |
+         *     | `ipset` | `ipset restore -file FILE` | the `hash:net` sets `trs-v4` and `trs-v6`, filled under other names and swapped in whole |
+         *     | `iptables` | `iptables-restore --noflush FILE` | the chain `trs-blacklist` with one `DROP` rule per IPv4 entry (jump to it from `INPUT`) |
+         *     | `ip6tables` | `ip6tables-restore --noflush FILE` | the same for the IPv6 entries |
+         *     | `nginx` | `include FILE;` in `http {}` | `geo $trs_blacklist`: 1 for listed clients, else 0 |
+         *
+         *     An iptables chain is read rule by rule: for long lists prefer `ipset` or
+         *     `nftables`. With `aggregate=true` the addresses are merged into the smallest
+         *     set of CIDR blocks that covers exactly them (see the parameter).
+         *
+         *     ## Deltas
+         *
+         *     A client that polls often sends the `ETag` of the list it holds as `since`
+         *     (with the same other parameters) and gets only what changed: `format=json`
+         *     answers `{meta, data: {added, removed}}`, `txt` and `cidr` lines prefixed
+         *     with `-` or `+`, `csv` a `change` column, and the firewall formats files that
+         *     delete and add entries of what their full form made (removals first). The
+         *     `ETag` of the answer is the current list's: keep it for the next `since`. A
+         *     `since` no longer kept answers `410 Gone`: fetch the whole list again.
+         *
          *     Filter by threat categories with `category` (comma-separated ids: an address
          *     is listed when it was reported with at least one of them) and combine it with
          *     `confidence` to build service-specific lists; `GET /blacklist-categories`
          *     gives ready-made groups. For automated blocking use `confidence=90`.
          *
          *     The list is regenerated on the server every 15 minutes. Every `200` and `304`
-         *     carries an `ETag`; send it back in `If-None-Match` to get `304 Not Modified`,
-         *     without a body, while the list is unchanged.
+         *     carries an `ETag` that depends on the list and on every parameter shaping the
+         *     answer; send it back in `If-None-Match` to get `304 Not Modified`, without a
+         *     body, while the list is unchanged (with `since` too).
          *
          *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.
@@ -864,7 +926,7 @@ export interface components {
             };
             /** @description Always `null` on errors. */
             data: null;
-            /** @description Machine-readable error code: `invalid_request` (400), `missing_api_key` or `invalid_api_key` (401), `tier_forbidden` or `domain_limit_exceeded` (403), `not_found` (404), `method_not_allowed` (405), `payload_too_large` (413), `unsupported_media_type` (415), `address_not_reportable`, `unknown_category` or `unprocessable` (422), `internal_error` (500), `not_implemented` (501), `service_unavailable` (503). */
+            /** @description Machine-readable error code: `invalid_request` (400), `missing_api_key` or `invalid_api_key` (401), `tier_forbidden` or `domain_limit_exceeded` (403), `not_found` (404), `method_not_allowed` (405), `snapshot_expired` (410), `payload_too_large` (413), `unsupported_media_type` (415), `address_not_reportable`, `unknown_category`, `invalid_combination`, `network_too_large` or `unprocessable` (422), `internal_error` (500), `not_implemented` (501), `service_unavailable` (503). */
             code: string;
             /** @description The same text as `meta.message`, at the top level for clients that read it there. */
             message: string;
@@ -1212,6 +1274,65 @@ export interface components {
             meta: components["schemas"]["Meta"];
             data: components["schemas"]["CheckRecord"];
         };
+        /** @description One reported address of a network. */
+        CheckBlockAddress: {
+            /**
+             * Format: ip
+             * @description The address.
+             */
+            ip: string;
+            /** @description Abuse confidence score, 0-100. */
+            abuseConfidencePercentage: number;
+            /** @description Number of report submissions about the address. */
+            totalReports: number;
+            /**
+             * Format: date-time
+             * @description Time of the last report.
+             */
+            lastReportedAt: string;
+            categories: components["schemas"]["CategoryIds"];
+            countryCode: components["schemas"]["CountryCode"];
+        };
+        /** @description A network and the reported addresses inside it. */
+        CheckBlock: {
+            /** @description The network in canonical CIDR form (host bits cleared). */
+            network: string;
+            /**
+             * Format: ip
+             * @description Its first address.
+             */
+            networkAddress: string;
+            /** @description Its prefix length. */
+            prefixLength: number;
+            /**
+             * Format: ip
+             * @description Its netmask (`255.255.255.0`; for IPv6 the mask in IPv6 notation).
+             */
+            netmask: string;
+            /**
+             * Format: ip
+             * @description The lowest address of the network.
+             */
+            firstAddress: string;
+            /**
+             * Format: ip
+             * @description The highest address of the network.
+             */
+            lastAddress: string;
+            /** @description How many addresses the network holds, as a decimal string (an IPv6 /48 holds 2^80). */
+            addressCount: string;
+            /** @description How many addresses of the network have reports. */
+            reportedCount: number;
+            /** @description `true` when fewer addresses are returned than `reportedCount` (`limit`, or more than 65,536). */
+            truncated: boolean;
+            /** @description The reported addresses, highest score first, then in address order. */
+            reported: components["schemas"]["CheckBlockAddress"][];
+        };
+        /** @description Envelope of `GET /check-block`. */
+        CheckBlockEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["CheckBlock"];
+        };
         /** @description 1 to 30 threat-category ids (see `GET /categories`), as an array of ids, as one string of ids separated by commas (`"18,31"`, the form the ReportedIP clients send), or as a single id. Repeated ids count once. Ids that are not in the catalogue are ignored and named in the answer; a report with no known id is refused with 422. */
         CategoryInput: number[] | string | number;
         /** @description A report about one IP address. */
@@ -1382,9 +1503,55 @@ export interface components {
             meta: components["schemas"]["BlacklistMeta"];
             data: components["schemas"]["BlacklistEntry"][];
         };
-        /** @description The blacklist as plain text: one address per line, each line ending with a line feed, in the order of the JSON form. An empty list is an empty body. */
+        /** @description An address that left the list. */
+        BlacklistRemovedEntry: {
+            /**
+             * Format: ip
+             * @description The address, IPv4 or IPv6.
+             */
+            ip: string;
+            /**
+             * Format: ip
+             * @description The same value as `ip`, under its earlier name.
+             */
+            ipAddress: string;
+        };
+        /** @description What changed in the list since the snapshot named by `since`: the entries added (as the JSON form lists them) and the addresses removed. An address whose score changed but that stays listed is in neither. */
+        BlacklistDelta: {
+            /** @description Description of the delta. */
+            meta: {
+                /**
+                 * Format: date-time
+                 * @description Time the current snapshot was generated.
+                 */
+                generatedAt: string;
+                /** @description The `ETag` the delta starts from, as sent. */
+                since: string;
+                /** @description Minimum abuse confidence applied, as a decimal string. */
+                confidence: string;
+                /** @description The same value as `confidence`, under its earlier name. */
+                confidenceMinimum: string;
+                /** @description Number of entries in `data.added`. */
+                added: number;
+                /** @description Number of entries in `data.removed`. */
+                removed: number;
+                /**
+                 * @description Always `delta`.
+                 * @constant
+                 */
+                format: "delta";
+            };
+            /** @description The changes. */
+            data: {
+                /** @description Entries now on the list that were not on it. */
+                added: components["schemas"]["BlacklistEntry"][];
+                /** @description Addresses on the earlier list that are not on it any more. */
+                removed: components["schemas"]["BlacklistRemovedEntry"][];
+            };
+        };
+        /** @description The blacklist as text, each line ending with a line feed. `txt`: one address per line, in the order of the JSON form (with `aggregate=true`, addresses and CIDR blocks in address order). `cidr`: one CIDR block per line (`/32` and `/128` for single addresses). `nftables`, `ipset`, `iptables`, `ip6tables`, `nginx`: a file for that tool, starting with `#` comment lines that say how to load it (see the examples). With `since`, the text forms carry only the changes: `txt` and `cidr` lines start with `-` (removed) or `+` (added), removals first; `nftables`, `ipset`, `iptables` and `ip6tables` files delete and add elements or rules of the table, sets or chain their full form made. An empty list is a file with no entries. */
         BlacklistText: string;
-        /** @description The blacklist as CSV (RFC 4180 quoting, lines ending with a line feed). The first line is the header `ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories`; then one line per address in the order of the JSON form, with the category ids joined by `|`. */
+        /** @description The blacklist as CSV (RFC 4180 quoting, lines ending with a line feed). The first line is the header `ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories`; then one line per address in the order of the JSON form, with the category ids joined by `|`. A delta (`since`) has a first column `change`, `removed` or `added` (removals first), the removed lines carrying the values the address had. */
         BlacklistCsv: string;
         /** @description One page of the reports about an address, newest first. */
         ReportPage: {
@@ -1873,6 +2040,20 @@ export interface components {
                 "application/json": components["schemas"]["RateLimitedEnvelope"];
             };
         };
+        /** @description The network is well formed but refused: wider than /16 (IPv4) or /48 (IPv6) (`network_too_large`). */
+        CheckBlockUnprocessableEntity: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description The request does not match this document: malformed JSON, a missing, unknown or invalid field, an unknown or malformed query parameter. `meta.errors` names each problem. */
         BadRequestBody: {
             headers: {
@@ -1944,6 +2125,34 @@ export interface components {
         };
         /** @description `tier_forbidden`: the role of the key does not include this feature. `domain_limit_exceeded`: the request names a site (`X-Rip-Site`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). */
         Forbidden: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The list named by `since` is no longer kept (or never existed for these parameters): fetch the whole list again, without `since`. */
+        Gone: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The request is well formed but refused: `category` names a threat-category id that does not exist (`unknown_category`), or a parameter is not taken by the format (`invalid_combination`: `aggregate` with `json` or `csv`, `since` with `nginx`). */
+        BlacklistFormatUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2175,10 +2384,20 @@ export interface components {
          */
         IpQuery: string;
         /**
-         * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line) or `csv` (a header line, then one line per address).
+         * @description An IPv4 network from /16 to /32 or an IPv6 network from /48 to /128, in CIDR notation (`198.51.100.0/24`, `2001:db8:85a3::/48`). Host bits may be set: the network they belong to is checked.
+         * @example 203.0.113.0/24
+         */
+        NetworkQuery: string;
+        /**
+         * @description At most this many reported addresses are returned, the highest scores first. Each address returned costs one check: lower it to bound the charge.
+         * @example 100
+         */
+        CheckBlockLimit: number;
+        /**
+         * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
          * @example json
          */
-        BlacklistFormat: "json" | "txt" | "csv";
+        BlacklistFormat: "json" | "txt" | "csv" | "cidr" | "nftables" | "ipset" | "iptables" | "ip6tables" | "nginx";
         /**
          * @description Source list. `dynamic` is the community-driven, automatically scored list; `community` is its earlier name and returns the same list. Other values are reserved.
          * @example dynamic
@@ -2210,6 +2429,16 @@ export interface components {
          * @example 10000
          */
         BlacklistLimit: number;
+        /**
+         * @description `true`: the listed addresses are merged into the smallest set of CIDR blocks that covers exactly them and nothing else. Addresses merge only when together they fill a whole aligned block: `198.51.100.4` and `198.51.100.5` become `198.51.100.4/31`, all 256 addresses of `198.51.100.0`-`198.51.100.255` become `198.51.100.0/24`, while `198.51.100.5` and `198.51.100.6` stay apart (they fill no aligned block). No unlisted address is ever blocked. Taken by the formats `txt`, `cidr`, `nftables`, `ipset`, `iptables`, `ip6tables` and `nginx`; `json` and `csv`, which carry each address's score, refuse it with 422.
+         * @example false
+         */
+        BlacklistAggregate: boolean;
+        /**
+         * @description The `ETag` of a list you hold, fetched with the same other parameters: the answer is then only what was added to and removed from that list since (a delta), with the current list's `ETag`, to send as `since` next time. The server keeps the snapshots of the last few regenerations (8 by default, two hours at the default interval); an older or unknown tag answers `410 Gone`, and the whole list must be fetched again. `nginx` has no delta form (422).
+         * @example "bl-9f86d081884c7d65"
+         */
+        BlacklistSince: string;
         /**
          * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
          * @example "bl-9f86d081884c7d65"
@@ -2593,6 +2822,48 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
+    checkBlock: {
+        parameters: {
+            query: {
+                /**
+                 * @description An IPv4 network from /16 to /32 or an IPv6 network from /48 to /128, in CIDR notation (`198.51.100.0/24`, `2001:db8:85a3::/48`). Host bits may be set: the network they belong to is checked.
+                 * @example 203.0.113.0/24
+                 */
+                network: components["parameters"]["NetworkQuery"];
+                /**
+                 * @description At most this many reported addresses are returned, the highest scores first. Each address returned costs one check: lower it to bound the charge.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["CheckBlockLimit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The network and its reported addresses. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckBlockEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
+            422: components["responses"]["CheckBlockUnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
     reportIp: {
         parameters: {
             query?: never;
@@ -2664,7 +2935,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line) or `csv` (a header line, then one line per address).
+                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
                  * @example json
                  */
                 format?: components["parameters"]["BlacklistFormat"];
@@ -2699,6 +2970,16 @@ export interface operations {
                  * @example 10000
                  */
                 limit?: components["parameters"]["BlacklistLimit"];
+                /**
+                 * @description `true`: the listed addresses are merged into the smallest set of CIDR blocks that covers exactly them and nothing else. Addresses merge only when together they fill a whole aligned block: `198.51.100.4` and `198.51.100.5` become `198.51.100.4/31`, all 256 addresses of `198.51.100.0`-`198.51.100.255` become `198.51.100.0/24`, while `198.51.100.5` and `198.51.100.6` stay apart (they fill no aligned block). No unlisted address is ever blocked. Taken by the formats `txt`, `cidr`, `nftables`, `ipset`, `iptables`, `ip6tables` and `nginx`; `json` and `csv`, which carry each address's score, refuse it with 422.
+                 * @example false
+                 */
+                aggregate?: components["parameters"]["BlacklistAggregate"];
+                /**
+                 * @description The `ETag` of a list you hold, fetched with the same other parameters: the answer is then only what was added to and removed from that list since (a delta), with the current list's `ETag`, to send as `since` next time. The server keeps the snapshots of the last few regenerations (8 by default, two hours at the default interval); an older or unknown tag answers `410 Gone`, and the whole list must be fetched again. `nginx` has no delta form (422).
+                 * @example "bl-9f86d081884c7d65"
+                 */
+                since?: components["parameters"]["BlacklistSince"];
             };
             header?: {
                 /**
@@ -2724,7 +3005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BlacklistList"];
+                    "application/json": components["schemas"]["BlacklistList"] | components["schemas"]["BlacklistDelta"];
                     "text/plain": components["schemas"]["BlacklistText"];
                     "text/csv": components["schemas"]["BlacklistCsv"];
                 };
@@ -2733,7 +3014,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            422: components["responses"]["CategoryFilterUnprocessableEntity"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["BlacklistFormatUnprocessableEntity"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
@@ -3013,7 +3295,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line) or `csv` (a header line, then one line per address).
+                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
                  * @example json
                  */
                 format?: components["parameters"]["BlacklistFormat"];
@@ -3094,7 +3376,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line) or `csv` (a header line, then one line per address).
+                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
                  * @example json
                  */
                 format?: components["parameters"]["BlacklistFormat"];

@@ -24,6 +24,26 @@ export interface BlacklistEntry {
   totalReports: number;
   categories: number[];
   countryCode: string | null;
+  /** Where in a bouncer's 12-hour renewal cycle the entry's decision is renewed (seconds). */
+  refreshPhase: number;
+}
+
+/** A CrowdSec bouncer: its hashed key, what it takes from the list, and where its last pull ended. */
+export interface Bouncer {
+  id: number;
+  name: string;
+  keyHash: Buffer;
+  keyPrefix: string;
+  confidenceMinimum: number;
+  categories: number[] | null;
+  entryLimit: number | null;
+  createdAt: Date;
+  lastPullAt: Date | null;
+  lastSnapshotId: number | null;
+  lastChoice: Record<string, unknown> | null;
+  lastSeenAt: Date | null;
+  lastIp: string | null;
+  userAgent: string | null;
 }
 
 export const BlacklistSnapshotEntity = new EntitySchema<BlacklistSnapshot>({
@@ -52,7 +72,29 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
     totalReports: { type: 'integer', fieldName: 'total_reports' },
     categories: { type: numberArray(), columnType: 'smallint[]' },
     countryCode: { type: 'text', fieldName: 'country_code', nullable: true },
+    refreshPhase: { type: 'integer', fieldName: 'refresh_phase', default: 0 },
   },
 });
 
-export const blacklistEntities = [BlacklistSnapshotEntity, BlacklistEntryEntity];
+export const BouncerEntity = new EntitySchema<Bouncer>({
+  name: 'Bouncer',
+  tableName: 'bouncers',
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    name: { type: 'text', unique: true },
+    keyHash: { type: 'Buffer', columnType: 'bytea', fieldName: 'key_hash', unique: true },
+    keyPrefix: { type: 'text', fieldName: 'key_prefix' },
+    confidenceMinimum: { type: 'smallint', fieldName: 'confidence_minimum', default: 90 },
+    categories: { type: numberArray(), columnType: 'smallint[]', nullable: true },
+    entryLimit: { type: 'integer', fieldName: 'entry_limit', nullable: true },
+    createdAt: { type: 'Date', fieldName: 'created_at' },
+    lastPullAt: { type: 'Date', fieldName: 'last_pull_at', nullable: true },
+    lastSnapshotId: { type: bigintNumber(), fieldName: 'last_snapshot_id', nullable: true },
+    lastChoice: { type: 'json', fieldName: 'last_choice', nullable: true },
+    lastSeenAt: { type: 'Date', fieldName: 'last_seen_at', nullable: true },
+    lastIp: { type: 'text', fieldName: 'last_ip', nullable: true },
+    userAgent: { type: 'text', fieldName: 'user_agent', nullable: true },
+  },
+});
+
+export const blacklistEntities = [BlacklistSnapshotEntity, BlacklistEntryEntity, BouncerEntity];

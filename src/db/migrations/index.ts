@@ -10,6 +10,7 @@ import { Migration20261123010000FieldClients } from './Migration20261123010000Fi
 import { Migration20261124000000Accounts } from './Migration20261124000000Accounts.js';
 import { Migration20261125000000RelayDelivery } from './Migration20261125000000RelayDelivery.js';
 import { Migration20261126000000KeySiteAttempts } from './Migration20261126000000KeySiteAttempts.js';
+import { Migration20261126000050Enforcement } from './Migration20261126000050Enforcement.js';
 import { Migration20261126000100FeedbackCounter } from './Migration20261126000100FeedbackCounter.js';
 import { Migration20261126100000BundlePurchases } from './Migration20261126100000BundlePurchases.js';
 import { Migration20261126110000SessionFlash } from './Migration20261126110000SessionFlash.js';
@@ -28,6 +29,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124000000Accounts', class: Migration20261124000000Accounts },
   { name: 'Migration20261125000000RelayDelivery', class: Migration20261125000000RelayDelivery },
   { name: 'Migration20261126000000KeySiteAttempts', class: Migration20261126000000KeySiteAttempts },
+  { name: 'Migration20261126000050Enforcement', class: Migration20261126000050Enforcement },
   { name: 'Migration20261126000100FeedbackCounter', class: Migration20261126000100FeedbackCounter },
   { name: 'Migration20261126100000BundlePurchases', class: Migration20261126100000BundlePurchases },
   { name: 'Migration20261126110000SessionFlash', class: Migration20261126110000SessionFlash },

@@ -1,0 +1,48 @@
+import type { Response } from 'express';
+import { ABUSEIPDB_BASE, CROWDSEC_BASE } from '../openapi.js';
+import type { FieldError } from '../errors.js';
+
+/**
+ * The other protocols answer errors in their own shapes: CrowdSec's LAPI `{"message": …}`,
+ * AbuseIPDB `{"errors": [{"detail", "status", "source": {"parameter"}}]}`. A request belongs to
+ * a protocol by its base path (after aliases are rewritten), whatever went wrong.
+ */
+export type Protocol = 'crowdsec' | 'abuseipdb';
+
+const under = (path: string, base: string) => path === base || path.startsWith(`${base}/`);
+
+export function protocolOf(path: string): Protocol | undefined {
+  if (under(path, CROWDSEC_BASE)) return 'crowdsec';
+  if (under(path, ABUSEIPDB_BASE)) return 'abuseipdb';
+  return undefined;
+}
+
+/** What AbuseIPDB answers for a missing, unknown or revoked key. */
+export const ABUSEIPDB_AUTHENTICATION_FAILED =
+  'Authentication failed. Your API key is either missing, incorrect, or revoked. Note: The APIv2 key differs from the APIv1 key.';
+
+export interface ErrorAnswer {
+  status: number;
+  message: string;
+  errors?: FieldError[];
+}
+
+/** The status and body of an error in a protocol's shape. */
+export function protocolError(protocol: Protocol, error: ErrorAnswer, res: Response): { status: number; body: unknown } {
+  if (protocol === 'crowdsec') {
+    const body: { message: string; errors?: string } = { message: error.message };
+    if ((error.errors?.length ?? 0) > 1) body.errors = error.errors!.map((e) => `${e.name}: ${e.message}`).join('; ');
+    return { status: error.status, body };
+  }
+  // AbuseIPDB refuses a bad parameter with 422; a body it cannot read stays 400.
+  const status = error.status === 400 && error.errors?.length ? 422 : error.status;
+  let detail = error.message;
+  if (status === 401) detail = ABUSEIPDB_AUTHENTICATION_FAILED;
+  if (status === 429 && res.getHeader('X-RateLimit-Limit') !== undefined) {
+    detail = `Daily rate limit of ${String(res.getHeader('X-RateLimit-Limit'))} requests exceeded for this endpoint. See the Retry-After header for the seconds until it resets.`;
+  }
+  const errors = error.errors?.length
+    ? error.errors.map((e) => ({ detail: `The ${e.name} parameter ${e.message.replace(/\.$/, '')}.`, status, source: { parameter: e.name } }))
+    : [{ detail, status }];
+  return { status, body: { errors } };
+}
