@@ -233,14 +233,18 @@ export function buildApp(deps: AppDeps): Express {
     res.type('text/html; charset=utf-8').send(api.referenceHtml);
   });
 
-  app.use(paymentsRouter(ledger, config.payments, clock));
+  // Everything outside the APIs' bases: the webhooks and the pages (/, /lookup, /account/…,
+  // with their own form parser, CSRF and CSP, src/web/). An API request never walks their routes.
+  const site = express.Router({ caseSensitive: true, strict: true });
+  site.use(paymentsRouter(ledger, config.payments, clock));
   if (deps.smsReceipts) {
     const { provider, endpoint } = deps.smsReceipts;
-    app.use(receiptsRouter(provider, endpoint, relayMessages, clock, logger, metrics));
+    site.use(receiptsRouter(provider, endpoint, relayMessages, clock, logger, metrics));
   }
-  if (web.stripeWebhook) app.use(web.stripeWebhook);
-  // The pages (/, /lookup, /account/…): their own form parser, CSRF and CSP (src/web/).
-  app.use(web.pages);
+  if (web.stripeWebhook) site.use(web.stripeWebhook);
+  site.use(web.pages);
+  const underApi = (path: string) => mounted.some(({ base }) => path.startsWith(`${base}/`));
+  app.use((req, res, next) => (underApi(req.path) ? next() : site(req, res, next)));
 
   app.use(express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' }));
   app.use(formParser(JSON_BODY_LIMIT));
@@ -276,20 +280,24 @@ export function buildApp(deps: AppDeps): Express {
   }
   app.use(rejectNonFiniteNumbers);
 
+  // Each document's operations in a router of its own, under its base: a request walks only
+  // the routes of its own API.
   for (const { base, document, chain } of mounted) {
+    const routes = express.Router({ caseSensitive: true, strict: true });
     for (const [path, item] of Object.entries(document.paths ?? {})) {
       for (const method of METHODS) {
         const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId as AnyOperationId | undefined;
         if (!operationId) continue;
         const handler = (handlers[operationId] as Handler<typeof operationId> | undefined) ?? notImplemented(operationId);
-        app[method](
-          base + expressPath(path),
+        routes[method](
+          expressPath(path),
           validatedAs(operationId),
           ...chain(operationId),
           handler as unknown as (req: Request, res: Response) => Promise<void>,
         );
       }
     }
+    app.use(base, routes);
   }
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
