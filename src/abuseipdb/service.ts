@@ -2,6 +2,7 @@ import { parse } from 'csv-parse/sync';
 import countries from 'i18n-iso-countries';
 import type { BlacklistService, ListParams } from '../blacklist/service.js';
 import type { Clock } from '../clock.js';
+import type { Read } from '../db/pool.js';
 import { DomainError } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { addressToBigInt, bigIntToAddress, isPublic, parseAddress, parseNetwork } from '../address.js';
@@ -76,10 +77,10 @@ export class AbuseIpdbService {
   ) {}
 
   /** GET /check. */
-  async check(ipAddress: string, maxAgeInDays: number, verbose: boolean) {
+  async check(ipAddress: string, maxAgeInDays: number, verbose: boolean, read?: Read) {
     const parsed = address(ipAddress, 'ipAddress');
     const [record, window] = await Promise.all([
-      this.reputation.check(parsed.text, { verbose: false, includeReports: false }),
+      this.reputation.check(parsed.text, { verbose: false, includeReports: false }, read),
       this.reputation.window(parsed.text, maxAgeInDays, verbose ? REPORTS_SHOWN : 0),
     ]);
     const countryCode = country(record.countryCode);

@@ -16,6 +16,24 @@ export interface Pool {
 }
 export type Queryable = Pool | pg.PoolClient;
 
+/** A named statement, prepared once per connection. */
+export interface Statement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * Runs a statement and returns its rows: the pool's `query`, or a charge's (Meter.chargeWith)
+ * that runs it in the statement that charges the request, in one round trip.
+ */
+export type Read = <R extends object>(statement: Statement) => Promise<R[]>;
+
+/** The plain Read of a pool or connection. */
+export function readerOf(db: Queryable): Read {
+  return async <R extends object>(statement: Statement) => (await db.query<R & pg.QueryResultRow>(statement)).rows;
+}
+
 // bigint counts and ids (int8) arrive as numbers: they stay far below 2^53 here.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 

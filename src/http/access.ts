@@ -18,6 +18,7 @@ export type OperationId = AnyOperationId;
  *   withKey: check        # the account's daily counter a keyed call charges
  *   withoutKey: public    # the per-source-address allowance a call without a key charges
  *   units: handler        # the handler charges as many units as the request holds, after its own checks
+ *   units: read           # one unit, charged by the handler in the statement that reads its answer
  *   gatedByPublicLimit: true   # never charged, but refused once the caller's public allowance is used up
  *   per: distinct valid address   # with units: handler, what one unit is (for the reference)
  *   monthly: mail         # a relay send: metered on the channel's monthly quota, then its bundles
@@ -39,6 +40,8 @@ export interface AccessRule {
   chargeWithoutKey?: 'public';
   /** The handler charges, after its own checks, as many units as the request holds. */
   chargedByHandler: boolean;
+  /** The handler charges the call's one unit in the statement that reads its answer: one round trip. */
+  chargedWithRead: boolean;
   /** Refused with 429 once the caller's per-address allowance is used up, though never charged. */
   gatedByPublicLimit: boolean;
 }
@@ -94,16 +97,18 @@ function readRule(id: string, access: unknown, charge: unknown, problems: string
   };
   const feature = oneOf(a.feature, 'x-access.feature', FEATURES);
   const relay = oneOf(a.answers, 'x-access.answers', ['envelope', 'relay'] as const) === 'relay';
+  const units = oneOf(c.units, 'x-charge.units', ['call', 'handler', 'read'] as const);
   const rule: AccessRule = {
     feature,
     relay,
     countsSite: flag(a.countsSite, 'x-access.countsSite') ?? !relay,
     chargeWithKey: oneOf(c.withKey, 'x-charge.withKey', KEY_COUNTERS),
     chargeWithoutKey: oneOf(c.withoutKey, 'x-charge.withoutKey', ['public'] as const),
-    chargedByHandler: oneOf(c.units, 'x-charge.units', ['call', 'handler'] as const) === 'handler',
+    chargedByHandler: units === 'handler',
+    chargedWithRead: units === 'read',
     gatedByPublicLimit: flag(c.gatedByPublicLimit, 'x-charge.gatedByPublicLimit') ?? false,
   };
   if (rule.feature && rule.chargeWithoutKey) problems.push(`${id}: a keyed operation charges no public allowance`);
-  if (rule.chargedByHandler && !rule.chargeWithKey && !rule.chargeWithoutKey) problems.push(`${id}: x-charge.units without a counter`);
+  if ((rule.chargedByHandler || rule.chargedWithRead) && !rule.chargeWithKey && !rule.chargeWithoutKey) problems.push(`${id}: x-charge.units without a counter`);
   return problems.length === start ? rule : undefined;
 }

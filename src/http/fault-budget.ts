@@ -16,7 +16,9 @@ declare module 'express-serve-static-core' {
  * A server error must not be a free probe. Each 5xx a caller meets (but 503, a database
  * outage, which is nobody's probe) counts against a daily budget of its account and of its
  * source address. Within the budget a failed request gets its charge back; past it the charge
- * stands and the caller is refused with 429 until the next UTC day.
+ * stands and the caller is refused with 429 until the next UTC day. (A charge made in the
+ * statement that failed, as a check's with its lookup, or in a rolled-back transaction, was
+ * never made: there is nothing to give back or to keep.)
  *
  * The refusal is remembered per process (it costs the hot path nothing): with several
  * processes a caller past its budget meets at most one more server error on each.

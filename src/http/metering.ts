@@ -1,11 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
-import type { CounterState, Meter, Subject } from '../keys/usage.js';
+import type { ChargeResult, CounterState, Meter, Subject } from '../keys/usage.js';
 import type { Counter } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
-import type { Queryable } from '../db/pool.js';
+import type { Queryable, Read, Statement } from '../db/pool.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -14,6 +14,11 @@ declare module 'express-serve-static-core' {
      * `db` (a transaction), the charge commits or rolls back with the work it pays for.
      */
     charge?: (units: number, db?: Queryable) => Promise<void>;
+    /**
+     * Charges the operation's one unit and runs `read` in the same statement, returning its
+     * rows; or throws 429 leaving the counter unchanged.
+     */
+    chargeWith?: Read;
   }
 }
 
@@ -67,24 +72,35 @@ export class Metering {
   }
 
   /**
-   * Charges the counter, or throws 429 leaving it unchanged. A request the server then fails
-   * to answer (5xx) may get the charge back: the fault budget decides (http/fault-budget.ts).
+   * Charges the counter (with `read`, in the same statement), or throws 429 leaving it
+   * unchanged. A request the server then fails to answer (5xx) may get the charge back: the
+   * fault budget decides (http/fault-budget.ts).
    */
-  private async charge(req: Request, res: Response, counter: Counter, units: number, db?: Queryable) {
-    const result = await this.meter.charge(subjectOf(req, res), counter, units, db);
-    setRateLimitHeaders(res, result, this.clock);
-    if (!result.allowed) throw this.refuse(counter, result.resetAt);
-    if (db) return; // the transaction's rollback takes it back
-    res.locals.refund = () => this.meter.refund(result, units);
+  private async charge<R extends object>(req: Request, res: Response, counter: Counter, units: number, db?: Queryable, read?: Statement) {
+    const { result, rows } = await this.meter.chargeWith<R>(subjectOf(req, res), counter, units, read, db);
+    this.settle(res, result, units, !db);
+    return rows;
   }
 
-  /** Charges or reports the counter of one operation, as its `x-charge` says (http/access.ts). */
+  private settle(res: Response, result: ChargeResult, units: number, refundable: boolean) {
+    setRateLimitHeaders(res, result, this.clock);
+    if (!result.allowed) throw this.refuse(result.counter, result.resetAt);
+    if (refundable && units > 0) res.locals.refund = () => this.meter.refund(result, units);
+  }
+
+  /**
+   * Charges or reports the counter of one operation, as its `x-charge` says (http/access.ts).
+   * An operation its handler charges sets its headers when it charges: the handler charges
+   * exactly once (0 units when the request holds none), and a request refused before it does
+   * gets them from the error handler (`ensureHeaders`).
+   */
   middleware(rule: AccessRule) {
     return async (req: Request, res: Response, next: NextFunction) => {
       const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
       if (counter && rule.chargedByHandler) {
-        setRateLimitHeaders(res, await this.meter.peek(subjectOf(req, res), counter), this.clock);
-        res.locals.charge = (units, db) => this.charge(req, res, counter, units, db);
+        res.locals.charge = async (units, db) => void (await this.charge(req, res, counter, units, db));
+      } else if (counter && rule.chargedWithRead) {
+        res.locals.chargeWith = (read) => this.charge(req, res, counter, 1, undefined, read);
       } else if (counter) {
         await this.charge(req, res, counter, 1);
       } else {

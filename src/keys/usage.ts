@@ -1,6 +1,6 @@
 import { networkOf, parseAddress } from '../address.js';
 import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
-import type { Queryable } from '../db/pool.js';
+import type { Queryable, Statement } from '../db/pool.js';
 import type { Caller } from './keys.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
@@ -52,6 +52,43 @@ export interface UsageReader {
   today(caller: Caller): Promise<{ check: number; report: number }>;
 }
 
+const CHARGED = 'charge:used';
+const BEFORE = 'charge:before';
+const READ_ROW = 'charge:row';
+type ChargedRow = { [CHARGED]: number | null; [BEFORE]: number | null; [READ_ROW]: true | null };
+/** The charge's own parameters: $1 the counters' names, $2 the counter, $3 the day, $4 the units, $5 their limits. */
+const CHARGE_PARAMETERS = 5;
+
+/**
+ * The charge as one statement. One counter: a conditional upsert that adds the units only when
+ * the total stays within the limit; several (a public IPv6 source and its wider prefix): all or
+ * none, in `charge_counters` (the SecurityScopes migration). Either way the statement also reads
+ * the first counter as it was, for the headers of a refusal, and runs `read` beside it.
+ */
+function chargeStatement(several: boolean, read: Statement | undefined): string {
+  const key = `${several}:${read?.name ?? ''}`;
+  let text = chargeStatements.get(key);
+  if (text) return text;
+  const charged = several
+    ? 'select (charge_counters($1::text[], $2, $3::date, $4::int, $5::int[]))[1] as used'
+    : `insert into usage_counters (subject, counter, day, used)
+         select ($1::text[])[1], $2, $3::date, $4::int where $4::int <= ($5::int[])[1]
+         on conflict (subject, counter, day)
+         do update set used = usage_counters.used + excluded.used
+          where usage_counters.used + excluded.used <= ($5::int[])[1]
+         returning used`;
+  const shifted = read?.text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + CHARGE_PARAMETERS}`);
+  text = `with charged as (${charged})${shifted ? `, answer as (select true as "${READ_ROW}", a.* from (${shifted}) a)` : ''}
+    select (select used from charged) as "${CHARGED}",
+           (select used from usage_counters where subject = ($1::text[])[1] and counter = $2 and day = $3::date) as "${BEFORE}"
+           ${shifted ? ', answer.*' : ''}
+      from (select 1) one${shifted ? ' left join answer on true' : ''}`;
+  chargeStatements.set(key, text);
+  return text;
+}
+const chargeStatements = new Map<string, string>();
+const chargeStatementName = (several: boolean, read: Statement | undefined) => `charge${several ? 's' : ''}${read ? `+${read.name}` : ''}`;
+
 /**
  * The daily counters, in PostgreSQL so that every server process sees the same totals.
  * A charge is one conditional upsert: it adds N only when the total stays within the limit
@@ -84,37 +121,39 @@ export class Meter implements UsageReader {
 
   /** `db`: a transaction to charge in, so that the charge rolls back with the work it pays for. */
   async charge(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
+    return (await this.chargeWith(subject, counter, units, undefined, db)).result;
+  }
+
+  /**
+   * Charges and runs `read` in one statement, one round trip: the read's rows come back with the
+   * charge's outcome, and are the caller's to drop when the charge was refused. `read` is a
+   * statement written with its own parameters from $1; it must hold no other `$`, and its rows
+   * come back in no particular order (a read of several rows sorts them itself).
+   */
+  async chargeWith<R extends object>(
+    subject: Subject,
+    counter: Counter,
+    units: number,
+    read: Statement | undefined,
+    db: Queryable = this.db,
+  ): Promise<{ result: ChargeResult; rows: R[] }> {
     const now = this.clock.now();
-    const [main, ...wider] = this.countersOf(subject, counter);
-    const { name, limit } = main!;
-    const ceiling = limit < 0 ? UNLIMITED : limit;
+    const counters = this.countersOf(subject, counter);
+    const { limit } = counters[0]!;
     const day = utcDay(now);
-    const resetAt = nextUtcMidnight(now);
-    if (wider.length) {
-      // All the counters or none, in one statement (the function of the SecurityScopes migration).
-      const all = [main!, ...wider];
-      const { rows } = await db.query<{ used: number[] | null }>({
-        name: 'charge-counters',
-        text: 'select charge_counters($1::text[], $2, $3::date, $4::int, $5::int[]) as used',
-        values: [all.map((c) => c.name), counter, day, units, all.map((c) => (c.limit < 0 ? UNLIMITED : c.limit))],
-      });
-      const used = rows[0]?.used;
-      if (used) return { allowed: true, counter, limit, used: used[0]!, resetAt, subject: all.map((c) => c.name), day };
-      return { allowed: false, counter, limit, used: await this.read(name, counter, day, db), resetAt, subject: all.map((c) => c.name), day };
-    }
-    const { rows } = await db.query<{ used: number }>({
-      name: 'charge-counter',
-      text: `insert into usage_counters (subject, counter, day, used)
-             select $1, $2, $3::date, $4::int where $4::int <= $5::int
-             on conflict (subject, counter, day)
-             do update set used = usage_counters.used + excluded.used
-              where usage_counters.used + excluded.used <= $5::int
-             returning used`,
-      values: [name, counter, day, units, ceiling],
+    const names = counters.map((c) => c.name);
+    const { rows } = await db.query<ChargedRow & R>({
+      name: chargeStatementName(counters.length > 1, read),
+      text: chargeStatement(counters.length > 1, read),
+      values: [names, counter, day, units, counters.map((c) => (c.limit < 0 ? UNLIMITED : c.limit)), ...(read?.values ?? [])],
     });
-    if (rows[0]) return { allowed: true, counter, limit, used: rows[0].used, resetAt, subject: [name], day };
-    const used = await this.read(name, counter, day, db);
-    return { allowed: false, counter, limit, used, resetAt, subject: [name], day };
+    const first = rows[0]!;
+    const allowed = first[CHARGED] !== null;
+    const used = allowed ? first[CHARGED]! : (first[BEFORE] ?? 0);
+    return {
+      result: { allowed, counter, limit, used, resetAt: nextUtcMidnight(now), subject: names, day },
+      rows: read ? rows.filter((row) => row[READ_ROW]) : [],
+    };
   }
 
   /** Gives back a charge whose request then failed on the server's side (5xx). */

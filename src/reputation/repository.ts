@@ -1,4 +1,4 @@
-import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import type { Role } from '../db/entities.js';
 
 /** The per-IP aggregate, maintained on write: a lookup never scans the reports. */
@@ -91,11 +91,15 @@ const pgArray = (values: number[]) => `{${values.join(',')}}`;
 const union = (a: number[], b: number[]) => [...new Set([...a, ...b])].sort((x, y) => x - y);
 
 export class ReputationRepository {
-  constructor(private readonly pool: Pool) {}
+  private readonly read: Read;
+
+  constructor(private readonly pool: Pool) {
+    this.read = readerOf(pool);
+  }
 
   /** The aggregate of one address (zeros when it has no reports), in one round trip. */
-  async findOne(ip: string): Promise<IpAggregate> {
-    const { rows } = await this.pool.query<AggregateRow>({
+  async findOne(ip: string, read: Read = this.read): Promise<IpAggregate> {
+    const rows = await read<AggregateRow>({
       name: 'ip-aggregate',
       text: `select $1::text as ip, ${AGGREGATE_COLUMNS},
                     exists (select 1 from whitelist w where w.range >>= $1::inet) as whitelisted
@@ -426,12 +430,13 @@ export class ReputationRepository {
    * Records positive feedback: once per account and address (again: the reason is updated and
    * it counts once). The address's aggregate counts the distinct accounts, so that lookups and
    * the blacklist score it without reading the feedback; an address reported later starts from
-   * the feedback given before (see store). `charge` runs in the same transaction.
+   * the feedback given before (see store). `charge` runs in the same transaction: one unit for
+   * new feedback, none for a repeat.
    */
   async recordFeedback(
     feedback: { ip: string; accountId: number; keyId: string; reason: string },
     now: Date,
-    charge: (client: Queryable) => Promise<void>,
+    charge: (units: number, client: Queryable) => Promise<void>,
   ): Promise<{ feedbackId: number; duplicate: boolean; count: number }> {
     return transaction(this.pool, async (client) => {
       const { rows } = await client.query<{ id: number; inserted: boolean }>(
@@ -443,10 +448,8 @@ export class ReputationRepository {
       const { id, inserted } = rows[0]!;
       // Only new feedback is charged: a repeat (a client retrying after a lost answer) changes
       // nothing but the reason.
-      if (inserted) {
-        await client.query('update ip_stats set positive_feedback = positive_feedback + 1 where ip = $1', [feedback.ip]);
-        await charge(client);
-      }
+      if (inserted) await client.query('update ip_stats set positive_feedback = positive_feedback + 1 where ip = $1', [feedback.ip]);
+      await charge(inserted ? 1 : 0, client);
       const { rows: count } = await client.query<{ n: number }>('select count(*)::int as n from ip_feedback where ip = $1', [feedback.ip]);
       return { feedbackId: id, duplicate: !inserted, count: count[0]!.n };
     });

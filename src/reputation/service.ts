@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import type { Clock } from '../clock.js';
-import type { Queryable } from '../db/pool.js';
+import type { Queryable, Read } from '../db/pool.js';
 import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { DomainError, unprocessable, within } from '../errors.js';
@@ -157,18 +157,18 @@ export class ReputationService {
     return parsed;
   }
 
-  /** GET /check-public. */
-  async checkPublic(ip: string, verbose: boolean) {
-    const aggregate = await this.repository.findOne(this.parse(ip, 'query').text);
+  /** GET /check-public. `read`: the request's charge, run with the lookup (Meter.chargeWith). */
+  async checkPublic(ip: string, verbose: boolean, read?: Read) {
+    const aggregate = await this.repository.findOne(this.parse(ip, 'query').text, read);
     const score = this.score(aggregate);
     return { ...this.record(aggregate, score), ...(verbose ? { confidenceBreakdown: score.confidenceBreakdown } : {}) };
   }
 
-  /** GET /check. */
-  async check(ip: string, options: { verbose: boolean; includeReports: boolean }): Promise<FullRecord> {
+  /** GET /check. `read`: the request's charge, run with the lookup (Meter.chargeWith). */
+  async check(ip: string, options: { verbose: boolean; includeReports: boolean }, read?: Read): Promise<FullRecord> {
     const parsed = this.parse(ip, 'query');
     const [aggregate, reports] = await Promise.all([
-      this.repository.findOne(parsed.text),
+      this.repository.findOne(parsed.text, read),
       options.includeReports ? this.repository.history(parsed.text, CHECK_REPORTS_SHOWN, 0) : undefined,
     ]);
     const score = this.score(aggregate);
@@ -194,7 +194,7 @@ export class ReputationService {
         ips.push(parsed.text);
       }
     }
-    if (ips.length) await charge(ips.length);
+    await charge(ips.length); // none valid: 0 units, which still gives the response its rate-limit headers
     const aggregates = ips.length ? await this.repository.findMany(ips) : [];
     const results = aggregates.map((a) => ({
       ip: a.ip,
@@ -363,7 +363,7 @@ export class ReputationService {
       if (validated.truncated) warnings.push({ line: line.line, message: `the comment was shortened to ${COMMENT_MAX} characters` });
     }
     if (valid.length) await this.store(caller, reporterIp, valid, charge, lines.length);
-    else if (lines.length) await charge(lines.length);
+    else await charge(lines.length);
     return { success_count: valid.length, error_count: errors.length, errors, warnings };
   }
 
@@ -433,7 +433,7 @@ export class ReputationService {
     const recorded = await this.repository.recordFeedback(
       { ip: parsed.text, accountId: caller.accountId, keyId: caller.keyId, reason: cleaned.slice(0, COMMENT_MAX) },
       this.clock.now(),
-      (client) => charge(1, client),
+      charge,
     );
     const aggregate = await this.repository.findOne(parsed.text);
     return {

@@ -250,6 +250,7 @@ describe('the per-IP public allowance', () => {
 describe('rate-limit headers', () => {
   it('are on every response, with the IETF draft fields beside them', async () => {
     const free = await newKey('free');
+    const pro = await newKey('professional');
     const responses = [
       await api('/check?ip=8.8.8.8', { key: free.key }),
       await api('/verify-key', { key: free.key }),
@@ -257,7 +258,14 @@ describe('rate-limit headers', () => {
       await api('/reports/8.8.8.8', { key: free.key }),
       await api('/nope', { key: free.key }),
       await api('/verify-key', { key: 'trs_' + 'W'.repeat(43), from: source() }),
+      // operations whose handler charges, each on a path where it charges nothing
+      await api('/bulk-check', { key: pro.key, json: { ips: ['not-an-address'] } }),
+      await api('/report', { key: pro.key, json: { ip: '10.0.0.1', categories: [18] } }),
+      await api('/whitelist', { key: pro.key, json: { ipAddress: '8.8.4.4' } }),
+      await api('/whitelist', { key: pro.key, json: { ipAddress: '8.8.4.4' } }), // a repeat, not charged
+      await api('/check-public?ip=8.8.8.8', { from: source() }),
     ];
+    expect(responses.slice(6).map((r) => r.status)).toEqual([200, 422, 200, 200, 200]);
     for (const res of responses) {
       const h = rateHeaders(res);
       expect(h.limit, `status ${res.status}`).toBeGreaterThan(0);
@@ -268,6 +276,10 @@ describe('rate-limit headers', () => {
     // an uncharged operation shows the main limit: the key's check quota
     expect(rateHeaders(responses[1]!)).toMatchObject({ limit: 1000, remaining: 999 });
     expect(rateHeaders(responses[5]!)).toMatchObject({ limit: 100 });
+    expect(rateHeaders(responses[6]!)).toMatchObject({ limit: 25_000, remaining: 25_000 });
+    const unlimited = await api('/bulk-report', { key: (await newKey('enterprise')).key, json: { csv: 'not-an-address,18' } });
+    expect(unlimited.status).toBe(200);
+    expect(rateHeaders(unlimited)).toMatchObject({ limit: -1, remaining: -1 });
   });
 
   it('roll over at 00:00 UTC', async () => {

@@ -27,12 +27,13 @@ describe('the server-error budget', () => {
     const other = await s.createKey('free');
     await s.pool.query('alter table ip_stats rename to ip_stats_away');
     try {
+      // /search-public with a key is charged before its lookup, in a statement of its own
       for (let i = 1; i <= 3; i++) {
-        expect((await call(s.base, '/check?ip=8.8.8.8', { key })).status).toBe(500);
+        expect((await call(s.base, '/search-public?q=8.8.8.8', { key })).status).toBe(500);
         await new Promise((r) => setTimeout(r, 100));
         expect(await checksToday(accountId), `fault ${i} is refunded`).toBe(0);
       }
-      expect((await call(s.base, '/check?ip=8.8.8.8', { key })).status).toBe(500);
+      expect((await call(s.base, '/search-public?q=8.8.8.8', { key })).status).toBe(500);
       await new Promise((r) => setTimeout(r, 100));
       expect(await checksToday(accountId), 'the fault past the budget is charged').toBe(1);
     } finally {
@@ -52,6 +53,22 @@ describe('the server-error budget', () => {
     // The next UTC day the caller is served again.
     s.clock.advance(86_400_000);
     expect((await call(s.base, '/check?ip=8.8.8.8', { key })).status).toBe(200);
+  });
+
+  it('never charges a check whose lookup failed: the charge is in the statement that reads', async () => {
+    const { key, accountId } = await s.createKey('free');
+    await s.pool.query('alter table ip_stats rename to ip_stats_away');
+    try {
+      expect((await call(s.base, '/check?ip=8.8.8.8', { key, headers: { 'X-Forwarded-For': '198.51.100.90' } })).status).toBe(500);
+    } finally {
+      await s.pool.query('alter table ip_stats_away rename to ip_stats');
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await checksToday(accountId)).toBe(0);
+    const served = await call(s.base, '/check?ip=8.8.8.8', { key, headers: { 'X-Forwarded-For': '198.51.100.90' } });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('x-ratelimit-remaining')).toBe('999');
+    expect(await checksToday(accountId)).toBe(1);
   });
 
   it('counts per account: a new key of the account, from another source, is refused too', async () => {
