@@ -10,7 +10,7 @@ const flag = (value: string | undefined) => value !== undefined && !['false', 'F
 export function abuseipdbHandlers(abuseipdb: AbuseIpdbService, blacklist: BlacklistService): Handlers {
   return {
     async abuseipdbCheck(req, res) {
-      const body: ResponseOf<'abuseipdbCheck'> = await abuseipdb.check(req.query.ipAddress, req.query.maxAgeInDays ?? 30, flag(req.query.verbose), res.locals.chargeWith);
+      const body: ResponseOf<'abuseipdbCheck'> = await abuseipdb.check(req.query.ipAddress, req.query.maxAgeInDays ?? 30, flag(req.query.verbose), res.locals.meteredRead);
       res.json(body);
     },
 

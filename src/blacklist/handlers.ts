@@ -13,7 +13,7 @@ const SUNSET = new Date(Date.UTC(2027, 11, 31, 23, 59, 59)).toUTCString();
 
 /** Sends a list: its ETag, 304 when If-None-Match names it, else the body as it is read. */
 export async function sendBlacklist(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
-  const answer = await list.list(params, variant);
+  const answer = await list.list(params, variant, res.locals.meteredRead);
   res.setHeader('ETag', answer.etag);
   res.setHeader('Cache-Control', 'private, no-cache');
   if (variant !== 'standard' && variant !== 'abuseipdb') {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
+import type { Read } from '../db/pool.js';
 import { DomainError, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
@@ -171,10 +172,11 @@ export class BlacklistService {
    * The list for a request. Its tag depends on the snapshot's content and on every parameter
    * that shapes the body, so it is the same on every process; nothing is read until `open`.
    * With `since`, the body is the delta from the kept snapshot whose list had that tag.
+   * `read`: the request's metering, run with the reading of the current snapshot.
    */
-  async list(params: ListParams, variant: ListVariant): Promise<ListAnswer> {
+  async list(params: ListParams, variant: ListVariant, read?: Read): Promise<ListAnswer> {
     const query = await this.resolve(params, variant);
-    const head = (await this.snapshots.head()) ?? EMPTY_HEAD;
+    const head = (await this.snapshots.head(read)) ?? EMPTY_HEAD;
     const etag = this.tag(head, query);
     return {
       etag,

@@ -1,7 +1,7 @@
 import type { QueryResultRow } from 'pg';
 import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
-import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { silentProgress, type Progress } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
 import { scoreAggregate } from '../reputation/service.js';
@@ -181,18 +181,24 @@ interface AggregateRow {
  * its ETag), only noting when it was checked.
  */
 export class BlacklistSnapshots {
+  private readonly read: Read;
+
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly scoreOf: (aggregate: IpAggregate) => number,
     /** Earlier snapshots kept beside the current one (BLACKLIST_HISTORY), for deltas. */
     private readonly history = DEFAULT_HISTORY,
-  ) {}
+  ) {
+    this.read = readerOf(pool);
+  }
 
-  async head(): Promise<SnapshotHead | undefined> {
-    const { rows } = await this.pool.query<{ id: number; generated_at: Date; content_hash: string; score_positions: number[] }>({
+  /** The current snapshot. `read`: the request's metering, run in the same statement (Meter.peekWith). */
+  async head(read: Read = this.read): Promise<SnapshotHead | undefined> {
+    const rows = await read<{ id: number; generated_at: Date; content_hash: string; score_positions: number[] }>({
       name: 'blacklist-head',
       text: 'select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc limit 1',
+      values: [],
     });
     const row = rows[0];
     return row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };

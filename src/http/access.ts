@@ -18,7 +18,8 @@ export type OperationId = AnyOperationId;
  *   withKey: check        # the account's daily counter a keyed call charges
  *   withoutKey: public    # the per-source-address allowance a call without a key charges
  *   units: handler        # the handler charges as many units as the request holds, after its own checks
- *   units: read           # one unit, charged by the handler in the statement that reads its answer
+ *   withRead: true        # the metering (the charge of a call, or the reading of the counter for the
+ *                         #   headers of an uncharged one) runs in the statement the handler reads its answer with
  *   gatedByPublicLimit: true   # never charged, but refused once the caller's public allowance is used up
  *   per: distinct valid address   # with units: handler, what one unit is (for the reference)
  *   monthly: mail         # a relay send: metered on the channel's monthly quota, then its bundles
@@ -40,8 +41,11 @@ export interface AccessRule {
   chargeWithoutKey?: 'public';
   /** The handler charges, after its own checks, as many units as the request holds. */
   chargedByHandler: boolean;
-  /** The handler charges the call's one unit in the statement that reads its answer: one round trip. */
-  chargedWithRead: boolean;
+  /**
+   * The handler reads its answer with `res.locals.meteredRead`, which charges the call (or reads
+   * the counter its headers show) in the same statement: one round trip.
+   */
+  meteredWithRead: boolean;
   /** Refused with 429 once the caller's per-address allowance is used up, though never charged. */
   gatedByPublicLimit: boolean;
 }
@@ -52,7 +56,7 @@ export type AccessRules = Readonly<Partial<Record<OperationId, AccessRule>>>;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 const ACCESS_FIELDS = new Set(['feature', 'answers', 'countsSite']);
 /** `per` (what one unit is) and `monthly` (the relay channel a send is metered on) are read by the reference only. */
-const CHARGE_FIELDS = new Set(['withKey', 'withoutKey', 'units', 'gatedByPublicLimit', 'per', 'monthly']);
+const CHARGE_FIELDS = new Set(['withKey', 'withoutKey', 'units', 'withRead', 'gatedByPublicLimit', 'per', 'monthly']);
 
 /** The access rules of every operation of a document; throws naming every malformed one. */
 export function accessRules(document: ApiDocument): AccessRules {
@@ -97,18 +101,18 @@ function readRule(id: string, access: unknown, charge: unknown, problems: string
   };
   const feature = oneOf(a.feature, 'x-access.feature', FEATURES);
   const relay = oneOf(a.answers, 'x-access.answers', ['envelope', 'relay'] as const) === 'relay';
-  const units = oneOf(c.units, 'x-charge.units', ['call', 'handler', 'read'] as const);
   const rule: AccessRule = {
     feature,
     relay,
     countsSite: flag(a.countsSite, 'x-access.countsSite') ?? !relay,
     chargeWithKey: oneOf(c.withKey, 'x-charge.withKey', KEY_COUNTERS),
     chargeWithoutKey: oneOf(c.withoutKey, 'x-charge.withoutKey', ['public'] as const),
-    chargedByHandler: units === 'handler',
-    chargedWithRead: units === 'read',
+    chargedByHandler: oneOf(c.units, 'x-charge.units', ['call', 'handler'] as const) === 'handler',
+    meteredWithRead: flag(c.withRead, 'x-charge.withRead') ?? false,
     gatedByPublicLimit: flag(c.gatedByPublicLimit, 'x-charge.gatedByPublicLimit') ?? false,
   };
   if (rule.feature && rule.chargeWithoutKey) problems.push(`${id}: a keyed operation charges no public allowance`);
-  if ((rule.chargedByHandler || rule.chargedWithRead) && !rule.chargeWithKey && !rule.chargeWithoutKey) problems.push(`${id}: x-charge.units without a counter`);
+  if (rule.meteredWithRead && (rule.chargedByHandler || rule.gatedByPublicLimit)) problems.push(`${id}: x-charge.withRead with units: handler or gatedByPublicLimit`);
+  if (rule.chargedByHandler && !rule.chargeWithKey && !rule.chargeWithoutKey) problems.push(`${id}: x-charge.units without a counter`);
   return problems.length === start ? rule : undefined;
 }

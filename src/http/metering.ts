@@ -15,10 +15,11 @@ declare module 'express-serve-static-core' {
      */
     charge?: (units: number, db?: Queryable) => Promise<void>;
     /**
-     * Charges the operation's one unit and runs `read` in the same statement, returning its
-     * rows; or throws 429 leaving the counter unchanged.
+     * For an operation metered with its read (`x-charge.withRead`): runs the handler's read in
+     * the statement that charges the call, or throws 429 leaving the counter unchanged; for an
+     * uncharged operation, in the statement that reads the counter its headers show.
      */
-    chargeWith?: Read;
+    meteredRead?: Read;
   }
 }
 
@@ -99,8 +100,14 @@ export class Metering {
       const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
       if (counter && rule.chargedByHandler) {
         res.locals.charge = async (units, db) => void (await this.charge(req, res, counter, units, db));
-      } else if (counter && rule.chargedWithRead) {
-        res.locals.chargeWith = (read) => this.charge(req, res, counter, 1, undefined, read);
+      } else if (counter && rule.meteredWithRead) {
+        res.locals.meteredRead = (read) => this.charge(req, res, counter, 1, undefined, read);
+      } else if (rule.meteredWithRead) {
+        res.locals.meteredRead = async <R extends object>(read: Statement) => {
+          const { state, rows } = await this.meter.peekWith<R>(subjectOf(req, res), this.mainCounter(res), read);
+          setRateLimitHeaders(res, state, this.clock);
+          return rows;
+        };
       } else if (counter) {
         await this.charge(req, res, counter, 1);
       } else {

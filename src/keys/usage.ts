@@ -56,38 +56,54 @@ const CHARGED = 'charge:used';
 const BEFORE = 'charge:before';
 const READ_ROW = 'charge:row';
 type ChargedRow = { [CHARGED]: number | null; [BEFORE]: number | null; [READ_ROW]: true | null };
-/** The charge's own parameters: $1 the counters' names, $2 the counter, $3 the day, $4 the units, $5 their limits. */
-const CHARGE_PARAMETERS = 5;
 
 /**
- * The charge as one statement. One counter: a conditional upsert that adds the units only when
- * the total stays within the limit; several (a public IPv6 source and its wider prefix): all or
- * none, in `charge_counters` (the SecurityScopes migration). Either way the statement also reads
- * the first counter as it was, for the headers of a refusal, and runs `read` beside it.
+ * How a statement meters: charging one counter, charging several (a public IPv6 source and its
+ * wider prefix) all or none, or only reading the first (`peek`, for the headers of an uncharged
+ * operation).
  */
-function chargeStatement(several: boolean, read: Statement | undefined): string {
-  const key = `${several}:${read?.name ?? ''}`;
-  let text = chargeStatements.get(key);
+type Metering = 'one' | 'several' | 'peek';
+
+/**
+ * The charge: $1 the counters' names, $2 the counter, $3 the day, $4 the units, $5 their limits
+ * (a peek takes the first three). One counter: a conditional upsert that adds the units only
+ * when the total stays within the limit; several: all or none, in `charge_counters` (the
+ * SecurityScopes migration).
+ */
+const CHARGES: Record<Metering, { text?: string; parameters: number }> = {
+  one: {
+    text: `insert into usage_counters (subject, counter, day, used)
+             select ($1::text[])[1], $2, $3::date, $4::int where $4::int <= ($5::int[])[1]
+             on conflict (subject, counter, day)
+             do update set used = usage_counters.used + excluded.used
+              where usage_counters.used + excluded.used <= ($5::int[])[1]
+             returning used`,
+    parameters: 5,
+  },
+  several: { text: 'select (charge_counters($1::text[], $2, $3::date, $4::int, $5::int[]))[1] as used', parameters: 5 },
+  peek: { parameters: 3 },
+};
+
+/**
+ * The metering as one statement: the charge, if any; the first counter as it was before (for a
+ * refusal's headers, or a peek's); and `read` beside them, its parameters numbered after theirs.
+ */
+function meteredStatement(metering: Metering, read: Statement | undefined): Statement['text'] {
+  const key = `${metering}:${read?.name ?? ''}`;
+  let text = meteredStatements.get(key);
   if (text) return text;
-  const charged = several
-    ? 'select (charge_counters($1::text[], $2, $3::date, $4::int, $5::int[]))[1] as used'
-    : `insert into usage_counters (subject, counter, day, used)
-         select ($1::text[])[1], $2, $3::date, $4::int where $4::int <= ($5::int[])[1]
-         on conflict (subject, counter, day)
-         do update set used = usage_counters.used + excluded.used
-          where usage_counters.used + excluded.used <= ($5::int[])[1]
-         returning used`;
-  const shifted = read?.text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + CHARGE_PARAMETERS}`);
-  text = `with charged as (${charged})${shifted ? `, answer as (select true as "${READ_ROW}", a.* from (${shifted}) a)` : ''}
-    select (select used from charged) as "${CHARGED}",
+  const { text: charge, parameters } = CHARGES[metering];
+  const shifted = read?.text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + parameters}`);
+  const ctes = [charge && `charged as (${charge})`, shifted && `answer as (select true as "${READ_ROW}", a.* from (${shifted}) a)`].filter(Boolean);
+  text = `${ctes.length ? `with ${ctes.join(', ')}` : ''}
+    select ${charge ? '(select used from charged)' : 'null::int'} as "${CHARGED}",
            (select used from usage_counters where subject = ($1::text[])[1] and counter = $2 and day = $3::date) as "${BEFORE}"
            ${shifted ? ', answer.*' : ''}
       from (select 1) one${shifted ? ' left join answer on true' : ''}`;
-  chargeStatements.set(key, text);
+  meteredStatements.set(key, text);
   return text;
 }
-const chargeStatements = new Map<string, string>();
-const chargeStatementName = (several: boolean, read: Statement | undefined) => `charge${several ? 's' : ''}${read ? `+${read.name}` : ''}`;
+const meteredStatements = new Map<string, string>();
 
 /**
  * The daily counters, in PostgreSQL so that every server process sees the same totals.
@@ -137,21 +153,38 @@ export class Meter implements UsageReader {
     read: Statement | undefined,
     db: Queryable = this.db,
   ): Promise<{ result: ChargeResult; rows: R[] }> {
-    const now = this.clock.now();
     const counters = this.countersOf(subject, counter);
-    const { limit } = counters[0]!;
+    return this.metered<R>(counters.length > 1 ? 'several' : 'one', counters, counter, units, read, db);
+  }
+
+  /** Reads the counter's state (for an uncharged operation's headers) and runs `read`, in one statement. */
+  async peekWith<R extends object>(subject: Subject, counter: Counter, read: Statement): Promise<{ state: CounterState; rows: R[] }> {
+    const { result, rows } = await this.metered<R>('peek', this.countersOf(subject, counter).slice(0, 1), counter, 0, read, this.db);
+    return { state: result, rows };
+  }
+
+  private async metered<R extends object>(
+    metering: Metering,
+    counters: { name: string; limit: number }[],
+    counter: Counter,
+    units: number,
+    read: Statement | undefined,
+    db: Queryable,
+  ): Promise<{ result: ChargeResult; rows: R[] }> {
+    const now = this.clock.now();
     const day = utcDay(now);
     const names = counters.map((c) => c.name);
+    const own = metering === 'peek' ? [names, counter, day] : [names, counter, day, units, counters.map((c) => (c.limit < 0 ? UNLIMITED : c.limit))];
     const { rows } = await db.query<ChargedRow & R>({
-      name: chargeStatementName(counters.length > 1, read),
-      text: chargeStatement(counters.length > 1, read),
-      values: [names, counter, day, units, counters.map((c) => (c.limit < 0 ? UNLIMITED : c.limit)), ...(read?.values ?? [])],
+      name: `${metering === 'one' ? 'charge' : metering === 'several' ? 'charges' : 'peek'}${read ? `+${read.name}` : ''}`,
+      text: meteredStatement(metering, read),
+      values: [...own, ...(read?.values ?? [])],
     });
     const first = rows[0]!;
-    const allowed = first[CHARGED] !== null;
-    const used = allowed ? first[CHARGED]! : (first[BEFORE] ?? 0);
+    const allowed = metering === 'peek' || first[CHARGED] !== null;
+    const used = first[CHARGED] ?? first[BEFORE] ?? 0;
     return {
-      result: { allowed, counter, limit, used, resetAt: nextUtcMidnight(now), subject: names, day },
+      result: { allowed, counter, limit: counters[0]!.limit, used, resetAt: nextUtcMidnight(now), subject: names, day },
       rows: read ? rows.filter((row) => row[READ_ROW]) : [],
     };
   }

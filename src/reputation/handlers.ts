@@ -6,7 +6,7 @@ import { NETWORK_ADDRESSES_MAX, type ReputationService } from './service.js';
 export function reputationHandlers(reputation: ReputationService): Handlers {
   return {
     async checkIpPublic(req, res) {
-      const data: DataOf<'checkIpPublic'> = await reputation.checkPublic(req.query.ip, req.query.verbose ?? false, res.locals.chargeWith);
+      const data: DataOf<'checkIpPublic'> = await reputation.checkPublic(req.query.ip, req.query.verbose ?? false, res.locals.meteredRead);
       sendData(res, data);
     },
 
@@ -14,7 +14,7 @@ export function reputationHandlers(reputation: ReputationService): Handlers {
       const data: DataOf<'checkIp'> = await reputation.check(req.query.ip, {
         verbose: req.query.verbose ?? false,
         includeReports: req.query.include_reports ?? false,
-      }, res.locals.chargeWith);
+      }, res.locals.meteredRead);
       sendData(res, data);
     },
 

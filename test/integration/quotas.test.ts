@@ -277,6 +277,11 @@ describe('rate-limit headers', () => {
     expect(rateHeaders(responses[1]!)).toMatchObject({ limit: 1000, remaining: 999 });
     expect(rateHeaders(responses[5]!)).toMatchObject({ limit: 100 });
     expect(rateHeaders(responses[6]!)).toMatchObject({ limit: 25_000, remaining: 25_000 });
+    // The list's headers are read in the statement that reads its snapshot, on the 304 too.
+    const list = await api('/blacklist?format=txt', { key: pro.key });
+    const unchanged = await api('/blacklist?format=txt', { key: pro.key, headers: { 'If-None-Match': list.headers.get('etag')! } });
+    expect([list.status, unchanged.status]).toEqual([200, 304]);
+    for (const res of [list, unchanged]) expect(rateHeaders(res)).toMatchObject({ limit: 25_000, remaining: 25_000 });
     const unlimited = await api('/bulk-report', { key: (await newKey('enterprise')).key, json: { csv: 'not-an-address,18' } });
     expect(unlimited.status).toBe(200);
     expect(rateHeaders(unlimited)).toMatchObject({ limit: -1, remaining: -1 });

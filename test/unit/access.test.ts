@@ -23,6 +23,10 @@ describe('access rules from the document', () => {
     expect(rules.sendRelaySms).toMatchObject({ feature: 'relay', relay: true, countsSite: false });
     expect(rules.verifyKey).toMatchObject({ feature: 'verify', countsSite: false });
     expect(rules.getStatistics).toMatchObject({ gatedByPublicLimit: true, chargeWithKey: undefined });
+    // Metered in the statement that reads the answer: the checks (charged) and the lists (headers only).
+    expect(rules.checkIp).toMatchObject({ chargeWithKey: 'check', meteredWithRead: true, chargedByHandler: false });
+    expect(rules.getBlacklist).toMatchObject({ chargeWithKey: undefined, meteredWithRead: true });
+    expect(rules.bulkCheckIps!.meteredWithRead).toBe(false);
     // Honeypot keys report in bulk but have no relay; Business has the audit trail.
     expect(hasFeature('honeypot', rules.bulkReportIps!.feature!)).toBe(true);
     expect(hasFeature('honeypot', rules.sendRelayMail!.feature!)).toBe(false);
@@ -35,5 +39,9 @@ describe('access rules from the document', () => {
     expect(() => accessRules(withOperation({ 'x-access': { feature: 'check' }, 'x-charge': { withKey: 'checks' } }))).toThrow(/x-charge.withKey must be one of check, report, feedback/);
     expect(() => accessRules(withOperation({ 'x-access': { feature: 'check' }, 'x-charge': { withoutKey: 'public' } }))).toThrow(/a keyed operation charges no public allowance/);
     expect(() => accessRules(withOperation({ 'x-access': {}, 'x-charge': { units: 'handler' } }))).toThrow(/x-charge.units without a counter/);
+    expect(() => accessRules(withOperation({ 'x-access': {}, 'x-charge': { withRead: 'yes' } }))).toThrow(/x-charge.withRead must be true or false/);
+    expect(() => accessRules(withOperation({ 'x-access': { feature: 'check' }, 'x-charge': { withKey: 'check', units: 'handler', withRead: true } }))).toThrow(
+      /x-charge.withRead with units: handler/,
+    );
   });
 });
