@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A small HTTP load balancer for tests, behaving as nginx or an ELB does by default: it polls
- * each backend's `/readyz` and routes only to the ready ones, keeps upstream connections alive
+ * each backend's `/readyz` and routes only to the ready ones (out after two failed checks), keeps upstream connections alive
  * (closing idle ones before the backends' keep-alive timeout does), and retries an idempotent
  * request once on another backend when the upstream connection fails before any answer.
  */
@@ -14,11 +14,20 @@ export async function startBalancer(backends: string[], options: { healthInterva
   let next = 0;
   const stats = { forwarded: 0, retried: 0, failed: 0 };
 
+  // Like nginx's max_fails or an ELB's unhealthy threshold, a backend leaves after two failed
+  // checks in a row, so that one slow answer on a loaded machine does not empty the pool.
+  const failedChecks = new Map(backends.map((b) => [b, 0]));
+  const checked = (backend: string, ok: boolean) => {
+    const failed = ok ? 0 : failedChecks.get(backend)! + 1;
+    failedChecks.set(backend, failed);
+    if (ok) ready.add(backend);
+    else if (failed >= 2) ready.delete(backend);
+  };
   const poll = setInterval(() => {
     for (const backend of backends) {
       fetch(`${backend}/readyz`, { signal: AbortSignal.timeout(1_000) })
-        .then((res) => (res.status === 200 ? ready.add(backend) : ready.delete(backend)))
-        .catch(() => ready.delete(backend));
+        .then((res) => checked(backend, res.status === 200))
+        .catch(() => checked(backend, false));
     }
   }, options.healthIntervalMs ?? 100);
 
