@@ -2,7 +2,8 @@
  * Where a CPU profile's time goes, by component: each sample is charged to the first frame on
  * its stack (from the leaf up) that belongs to a known component, so that time in Node's own
  * internals counts for whoever called them.
- *   tsx scripts/support/profile-summary.ts PROFILE.cpuprofile [--requests N]
+ *   tsx scripts/support/profile-summary.ts PROFILE.cpuprofile [--requests N] [--from SECONDS]
+ * `--from` leaves out the samples of the first SECONDS of the profile (start-up, warm-up).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -17,6 +18,7 @@ interface Node {
   children?: number[];
 }
 interface Profile {
+  startTime: number;
   nodes: Node[];
   samples: number[];
   timeDeltas: number[];
@@ -42,7 +44,7 @@ const COMPONENTS: [string, RegExp][] = [
   ['other packages', /node_modules\//],
 ];
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { requests: { type: 'string' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { requests: { type: 'string' }, from: { type: 'string' } } });
 const profile = JSON.parse(readFileSync(positionals[0]!, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
@@ -74,8 +76,12 @@ function componentOf(id: number): string {
 
 const totals = new Map<string, number>();
 let total = 0;
+const from = profile.startTime + Number(values.from ?? 0) * 1e6;
+let at = profile.startTime;
 profile.samples.forEach((id, i) => {
   const us = profile.timeDeltas[i] ?? 0;
+  at += us;
+  if (at < from) return;
   const c = componentOf(id);
   totals.set(c, (totals.get(c) ?? 0) + us);
   if (c !== 'idle') total += us;

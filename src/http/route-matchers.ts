@@ -30,6 +30,16 @@ const MAX_ENTRIES = 1_000;
 const stats: RouteMatcherStats = { compiled: 0, reused: 0 };
 let installed = false;
 
+/**
+ * The memo's key for the options: the validator passes `{ sensitive, strict }` on every call of
+ * every request, so those two are spelt as two characters; anything else falls back to JSON.
+ */
+function optionsKey(options: Record<string, unknown> | undefined): string {
+  if (!options) return '\u0000';
+  for (const name in options) if (name !== 'sensitive' && name !== 'strict') return `\u0000${JSON.stringify(options)}`;
+  return `\u0001${options.sensitive ? 's' : '-'}${options.strict ? 't' : '-'}`;
+}
+
 /** Memoises `pathToRegexp` in the copy of path-to-regexp that express-openapi-validator loads. Idempotent. */
 export function memoiseValidatorRouteMatchers(): RouteMatcherStats {
   if (installed) return stats;
@@ -39,7 +49,7 @@ export function memoiseValidatorRouteMatchers(): RouteMatcherStats {
   const memo = new Map<string, ReturnType<PathToRegexp>>();
   module.pathToRegexp = (path, options) => {
     if (typeof path !== 'string') return original(path, options);
-    const key = `${path}\u0000${JSON.stringify(options ?? {})}`;
+    const key = path + optionsKey(options);
     const known = memo.get(key);
     if (known) {
       stats.reused++;
