@@ -27,6 +27,8 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebCo
   return withClient(pool, async (client) => {
     const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [PURGE_LOCK]);
     if (!rows[0]!.locked) return undefined;
+    // Deleting a year of audit events may take longer than a request's statement may.
+    await client.query('set statement_timeout = 0');
     try {
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
       return {
@@ -36,6 +38,7 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebCo
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
       };
     } finally {
+      await client.query('reset statement_timeout').catch(() => undefined);
       await client.query('select pg_advisory_unlock($1)', [PURGE_LOCK]).catch(() => undefined);
     }
   });

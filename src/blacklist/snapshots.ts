@@ -367,7 +367,8 @@ export class BlacklistSnapshots {
    * transaction (undefined when it does not). The scheduled job takes its transaction-scoped
    * lock there, so lock and work share one connection: needed on the embedded database, which
    * runs one transaction at a time, and behind a transaction-mode pooler, which keeps no
-   * session (and no session lock) from one transaction to the next.
+   * session (and no session lock) from one transaction to the next. Scoring a million addresses
+   * takes longer than the request path's statement timeout: the transaction lifts it.
    */
   async regenerateIf(
     condition: (client: Queryable) => Promise<boolean>,
@@ -479,7 +480,7 @@ export class BlacklistSnapshots {
       ]);
       writing.done({ changed: true, entries: summary!.total });
       return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now };
-    });
+    }, { long: true });
   }
 
   private async computeStats(

@@ -1,10 +1,11 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
-import { Migrator } from '@mikro-orm/migrations';
+import { Migration, Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { entities } from './entities.js';
 import { migrationsList } from './migrations/index.js';
 import { incidentLogger } from '../logging.js';
+import { STATEMENT_TIMEOUT_MS, UNBOUNDED } from './pool.js';
 
 export type Orm = MikroORM;
 
@@ -13,6 +14,23 @@ export interface OrmOptions {
   poolMax: number;
   logger?: Logger;
 }
+
+/**
+ * The migrations, each lifting the statement timeout of the pool's connections for its
+ * transaction: a migration may backfill a table of millions of rows.
+ */
+export const unboundedMigrations = migrationsList.map(({ name, class: Base }) => {
+  const Concrete = Base as new (...args: ConstructorParameters<typeof Migration>) => Migration;
+  return {
+    name,
+    class: class extends Concrete {
+      override async up(): Promise<void> {
+        this.addSql(UNBOUNDED);
+        await Concrete.prototype.up.call(this);
+      }
+    },
+  };
+});
 
 /** Any stable 64-bit number: the advisory lock that lets one process at a time migrate. */
 const MIGRATION_LOCK = 7_260_112_002;
@@ -23,7 +41,7 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
     clientUrl: url,
     entities,
     extensions: [Migrator],
-    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false },
+    migrations: { migrationsList: unboundedMigrations, transactional: true, allOrNothing: true, snapshot: false },
     pool: {
       min: 0,
       max: poolMax,
@@ -39,7 +57,7 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
     },
     // Connections are short-lived statements; a dead server must fail fast, not hang a request.
     driverOptions: {
-      connection: { connectionTimeoutMillis: 5_000, statement_timeout: 15_000 },
+      connection: { connectionTimeoutMillis: 5_000, statement_timeout: STATEMENT_TIMEOUT_MS },
       // knex warns on the console for each broken connection it discards; the pool's own
       // listener (above) logs one line per incident instead.
       log: { warn: () => undefined, error: () => undefined, deprecate: () => undefined, debug: () => undefined },

@@ -115,10 +115,25 @@ export async function ping(pool: Pool): Promise<void> {
 }
 
 /** Runs `work` in a transaction on one connection; rolls back when it throws. */
-export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Statements on the pool's connections are cut off after this (`statement_timeout`): a request
+ * never waits on a runaway statement. Work over whole tables (the blacklist's regeneration, the
+ * purge, migrations and backfills) lifts it for its own transaction or connection: see
+ * `transaction(…, { long: true })` and `UNBOUNDED`.
+ */
+export const STATEMENT_TIMEOUT_MS = 15_000;
+/** Lifts the statement timeout for the rest of a transaction. */
+export const UNBOUNDED = 'set local statement_timeout = 0';
+
+/**
+ * Runs `work` in a transaction on one connection. `long`: work over whole tables, which may run
+ * longer than a request's statement timeout allows (see STATEMENT_TIMEOUT_MS).
+ */
+export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>, options: { long?: boolean } = {}): Promise<T> {
   return withClient(pool, async (client) => {
     try {
       await client.query('begin');
+      if (options.long) await client.query(UNBOUNDED);
       const result = await work(client);
       await client.query('commit');
       return result;
