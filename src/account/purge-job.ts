@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { WebConfig } from '../config.js';
-import { withClient, type Pool } from '../db/pool.js';
+import { transaction, type Pool } from '../db/pool.js';
 import { AccountRepository } from './repository.js';
 import { AuditTrail } from './audit.js';
 import { Sessions } from './sessions.js';
@@ -24,12 +24,13 @@ export interface Purged {
  * process takes the lock; the CLI runs the same purge at once (`accounts purge`).
  */
 export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'>): Promise<Purged | undefined> {
-  return withClient(pool, async (client) => {
-    const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [PURGE_LOCK]);
-    if (!rows[0]!.locked) return undefined;
-    // Deleting a year of audit events may take longer than a request's statement may.
-    await client.query('set statement_timeout = 0');
-    try {
+  // One transaction: its lock and its lifted statement timeout hold behind a transaction-mode
+  // pooler too, and deleting a year of audit events may take longer than a request's statement.
+  return transaction(
+    pool,
+    async (client) => {
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [PURGE_LOCK]);
+      if (!rows[0]!.locked) return undefined;
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
       return {
         sessions: await sessions.purge(),
@@ -37,11 +38,9 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebCo
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
       };
-    } finally {
-      await client.query('reset statement_timeout').catch(() => undefined);
-      await client.query('select pg_advisory_unlock($1)', [PURGE_LOCK]).catch(() => undefined);
-    }
-  });
+    },
+    { long: true },
+  );
 }
 
 export class PurgeJob {
