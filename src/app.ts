@@ -71,7 +71,7 @@ export interface AppDeps {
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
-    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe'>>;
+    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe' | 'blacklistCacheBytes'>>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -145,7 +145,7 @@ export function buildApp(deps: AppDeps): Express {
   });
   const bouncerRepository = new BouncerRepository(pool);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
-  const blacklist = new BlacklistService(snapshots, categories, clock);
+  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes);
   const handlers: Handlers = {
     ...categoryHandlers(categories),
     ...keyHandlers(meter, sites, clock),

@@ -68,6 +68,7 @@ const schema = z.object({
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
+  BLACKLIST_CACHE_MB: z.coerce.number().min(0).max(4096).default(32),
   RELAY_SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   RELAY_MAIL_FROM: z.string().min(3).optional(),
   RELAY_DKIM_DOMAIN: z.string().min(1).optional(),
@@ -214,6 +215,8 @@ export type Config = {
   blacklistIntervalMs: number;
   /** Earlier snapshots kept beside the current one, for deltas (`since`) and bouncers' pulls. */
   blacklistHistory: number;
+  /** Bytes of rendered lists a process keeps to answer repeated polls (0: render every time). */
+  blacklistCacheBytes: number;
   /** Signed rule sets: the folder of `<name>.json` files and the Ed25519 key that signs them. */
   rules: { dir: string; signingKeyFile: string | undefined };
   /** MaxMind-format databases that replace the bundled geolocation data. */
@@ -303,6 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     blacklistHistory: e.BLACKLIST_HISTORY,
+    blacklistCacheBytes: Math.round(e.BLACKLIST_CACHE_MB * 1024 * 1024),
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
     rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
     relay: {

@@ -53,14 +53,19 @@ export interface ListAnswer {
 }
 
 /**
- * Rendered lists by ETag. Firewalls poll the same few lists, so each is rendered once per
- * snapshot and process; lists over ENTRY_MAX are always streamed and never held.
+ * Rendered lists by ETag, up to `totalMax` characters (one byte each: the lists are ASCII).
+ * Firewalls poll the same few lists, so each is rendered once per snapshot and process; a list
+ * over `entryMax` is always streamed and never held.
  */
 class RenderedLists {
-  private static readonly TOTAL_MAX = 64 * 1024 * 1024;
-  static readonly ENTRY_MAX = 4 * 1024 * 1024;
+  private static readonly ENTRY_MAX = 4 * 1024 * 1024;
+  readonly entryMax: number;
   private readonly lists = new Map<string, string>();
   private size = 0;
+
+  constructor(private readonly totalMax: number) {
+    this.entryMax = Math.min(RenderedLists.ENTRY_MAX, totalMax);
+  }
 
   get(etag: string): string | undefined {
     const body = this.lists.get(etag);
@@ -72,11 +77,11 @@ class RenderedLists {
   }
 
   set(etag: string, body: string): void {
-    if (body.length > RenderedLists.ENTRY_MAX || this.lists.has(etag)) return;
+    if (body.length > this.entryMax || this.lists.has(etag)) return;
     this.lists.set(etag, body);
     this.size += body.length;
     for (const [oldest, old] of this.lists) {
-      if (this.size <= RenderedLists.TOTAL_MAX) break;
+      if (this.size <= this.totalMax) break;
       this.lists.delete(oldest);
       this.size -= old.length;
     }
@@ -107,13 +112,17 @@ async function* aggregated(ips: AsyncIterable<string>): AsyncGenerator<Net> {
 }
 
 export class BlacklistService {
-  private readonly rendered = new RenderedLists();
+  private readonly rendered: RenderedLists;
 
+  /** `cacheBytes`: how much of the rendered lists this process keeps (BLACKLIST_CACHE_MB). */
   constructor(
     private readonly snapshots: BlacklistSnapshots,
     private readonly categories: CategoryService,
     private readonly clock: Clock,
-  ) {}
+    cacheBytes: number,
+  ) {
+    this.rendered = new RenderedLists(cacheBytes);
+  }
 
   /**
    * The thematic categories for GET /blacklist-categories: each with the threat categories of
@@ -207,7 +216,7 @@ export class BlacklistService {
     for await (const chunk of chunks) {
       if (kept) {
         size += chunk.length;
-        if (size > RenderedLists.ENTRY_MAX) kept = undefined;
+        if (size > this.rendered.entryMax) kept = undefined;
         else kept.push(chunk);
       }
       yield chunk;

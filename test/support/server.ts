@@ -41,7 +41,7 @@ export interface TestServer {
 
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules'>> & {
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules' | 'blacklistCacheBytes'>> & {
     relay?: Partial<RelayConfig>;
     /** The pages' settings; `publicUrl` defaults to the test server's own origin. */
     web?: Partial<WebConfig>;
@@ -83,6 +83,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     metricsToken: options.config?.metricsToken,
     rules: options.config?.rules ?? defaults.rules,
     keyCacheMs: options.config?.keyCacheMs ?? 0,
+    blacklistCacheBytes: options.config?.blacklistCacheBytes ?? defaults.blacklistCacheBytes,
     web: webConfig,
     stripe: options.config?.stripe,
   };
