@@ -61,7 +61,6 @@ function componentOf(id: number): string {
   else if (name === '(garbage collector)') result = 'garbage collection';
   else if (name === '(program)') result = 'V8 and native (unattributed)';
   else {
-    for (const [label, pattern] of COMPONENTS) if (pattern.test(node.callFrame.url)) result = label;
     // the first matching rule in order wins
     result = COMPONENTS.find(([, pattern]) => pattern.test(node.callFrame.url))?.[0];
     if (!result) {
