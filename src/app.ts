@@ -71,7 +71,7 @@ export interface AppDeps {
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
-    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe' | 'blacklistCacheBytes'>>;
+    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching'>>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -121,7 +121,11 @@ export function buildApp(deps: AppDeps): Express {
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   const categories = new CategoryService(em, clock);
-  const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock);
+  const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, {
+    batching: config.reportBatching ?? { ms: 0, max: 1 },
+    meter,
+  });
+  drain.onStop(() => reputation.close());
   const snapshots = blacklistSnapshots(pool, clock);
   const sites = new KeySites(pool, clock);
   const stats = new StatsService(new StatsRepository(pool), categories, snapshots, clock);

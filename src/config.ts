@@ -4,6 +4,7 @@ import type { Role } from './db/entities.js';
 import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './keys/usage.js';
 import type { SmsConfig } from './relay/delivery/sms.js';
 import { BUNDLES } from './relay/policy.js';
+import type { ReportBatching } from './reputation/report-batcher.js';
 import type { VonageSignatureMethod } from './relay/delivery/sms/vonage.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -65,6 +66,8 @@ const schema = z.object({
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(300).default(10),
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(40),
   KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
+  REPORT_BATCH_MS: z.coerce.number().min(0).max(1000).default(3),
+  REPORT_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
@@ -209,6 +212,8 @@ export type Config = {
   shutdown: { drainMs: number; timeoutMs: number };
   /** How long a process trusts a key lookup: a revocation reaches every process within it. */
   keyCacheMs: number;
+  /** POST /report's group commit: reports gathered this long (0: each on its own), at most `max` per transaction. */
+  reportBatching: ReportBatching;
   /** Check every response against the OpenAPI document (on by default outside production). */
   validateResponses: boolean;
   /** How often the blacklist snapshot is regenerated. */
@@ -303,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
+    reportBatching: { ms: e.REPORT_BATCH_MS, max: e.REPORT_BATCH_MAX },
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     blacklistHistory: e.BLACKLIST_HISTORY,

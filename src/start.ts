@@ -125,6 +125,8 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
         await drain.close(server);
         logger.info('stopping: every request answered, HTTP server closed');
       }
+      await drain.finish();
+      logger.info('stopping: reports gathered for a group commit written');
       for (const job of jobs) await job.stop();
       await relay.stop();
       logger.info('stopping: scheduled jobs and relay worker stopped');

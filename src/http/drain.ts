@@ -16,6 +16,7 @@ import type { NextFunction, Request, Response } from 'express';
  */
 export class Drain {
   private started = false;
+  private readonly pending: (() => Promise<void>)[] = [];
 
   get draining(): boolean {
     return this.started;
@@ -23,6 +24,16 @@ export class Drain {
 
   begin(): void {
     this.started = true;
+  }
+
+  /** Work held back in memory (POST /report's group commit) that the stop finishes before the database closes. */
+  onStop(finish: () => Promise<void>): void {
+    this.pending.push(finish);
+  }
+
+  /** Finishes the work registered with onStop: after the HTTP server is closed, before the database. */
+  async finish(): Promise<void> {
+    await Promise.all(this.pending.map((finish) => finish()));
   }
 
   /** Marks every response of a draining process `Connection: close`. */

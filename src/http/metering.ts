@@ -6,6 +6,7 @@ import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
 import type { Queryable, Read, Statement } from '../db/pool.js';
+import type { Charge } from '../reputation/service.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -13,7 +14,7 @@ declare module 'express-serve-static-core' {
      * Charges the operation's counter `units` times, or throws 429 leaving it unchanged. With
      * `db` (a transaction), the charge commits or rolls back with the work it pays for.
      */
-    charge?: (units: number, db?: Queryable) => Promise<void>;
+    charge?: Charge;
     /**
      * For an operation metered with its read (`x-charge.withRead`): runs the handler's read in
      * the statement that charges the call, or throws 429 leaving the counter unchanged; for an
@@ -99,7 +100,10 @@ export class Metering {
     return async (req: Request, res: Response, next: NextFunction) => {
       const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
       if (counter && rule.chargedByHandler) {
-        res.locals.charge = async (units, db) => void (await this.charge(req, res, counter, units, db));
+        res.locals.charge = Object.assign(async (units: number, db?: Queryable) => void (await this.charge(req, res, counter, units, db)), {
+          // For a charge made with others' in one statement (Meter.chargeMany), in a transaction: never refunded.
+          claim: { subject: subjectOf(req, res), counter, settle: (result: ChargeResult) => this.settle(res, result, 1, false) },
+        });
       } else if (counter && rule.meteredWithRead) {
         res.locals.meteredRead = (read) => this.charge(req, res, counter, 1, undefined, read);
       } else if (rule.meteredWithRead) {

@@ -157,6 +157,50 @@ export class Meter implements UsageReader {
     return this.metered<R>(counters.length > 1 ? 'several' : 'one', counters, counter, units, read, db);
   }
 
+  /**
+   * Charges many requests in a transaction (`db`), in their order, each all or nothing: a request
+   * is admitted when every counter it goes to stays within its limit, else refused and charged
+   * nothing. Two statements whatever their number: the first locks every counter row charged (in
+   * one order, creating those not there yet) and reads it as committed, the second writes the
+   * new totals. The rows stay locked until `db` ends, so concurrent charges on any number of
+   * processes never admit more than the limit. Returns each request's outcome, as chargeWith.
+   */
+  async chargeMany(claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable): Promise<ChargeResult[]> {
+    const now = this.clock.now();
+    const day = utcDay(now);
+    const plans = claims.map((claim) => ({ ...claim, counters: this.countersOf(claim.subject, claim.counter) }));
+    const keyOf = (name: string, counter: Counter) => `${counter}\u0000${name}`;
+    const keys = [...new Set(plans.flatMap((p) => p.counters.map((c) => keyOf(c.name, p.counter))))].sort();
+    const split = keys.map((k) => k.split('\u0000') as [Counter, string]);
+    const { rows } = await db.query<{ subject: string; counter: Counter; used: number }>({
+      name: 'charge-many:lock',
+      text: `insert into usage_counters (subject, counter, day, used)
+             select v.subject, v.counter, $3::date, 0 from unnest($1::text[], $2::text[]) with ordinality as v(subject, counter, n) order by v.n
+             on conflict (subject, counter, day) do update set used = usage_counters.used
+             returning subject, counter, used`,
+      values: [split.map(([, name]) => name), split.map(([counter]) => counter), day],
+    });
+    const used = new Map(rows.map((r) => [keyOf(r.subject, r.counter), r.used]));
+    const results = plans.map(({ counter, units, counters }): ChargeResult => {
+      const key = (name: string) => keyOf(name, counter);
+      const allowed = counters.every((c) => c.limit < 0 || used.get(key(c.name))! + units <= c.limit);
+      if (allowed) for (const c of counters) used.set(key(c.name), used.get(key(c.name))! + units);
+      const first = counters[0]!;
+      return { allowed, counter, limit: first.limit, used: used.get(key(first.name))!, resetAt: nextUtcMidnight(now), subject: counters.map((c) => c.name), day };
+    });
+    const changed = rows.filter((r) => used.get(keyOf(r.subject, r.counter)) !== r.used);
+    if (changed.length) {
+      await db.query({
+        name: 'charge-many:add',
+        text: `update usage_counters u set used = v.used
+                 from unnest($1::text[], $2::text[], $3::int[]) as v(subject, counter, used)
+                where u.subject = v.subject and u.counter = v.counter and u.day = $4::date`,
+        values: [changed.map((r) => r.subject), changed.map((r) => r.counter), changed.map((r) => used.get(keyOf(r.subject, r.counter))), day],
+      });
+    }
+    return results;
+  }
+
   /** Reads the counter's state (for an uncharged operation's headers) and runs `read`, in one statement. */
   async peekWith<R extends object>(subject: Subject, counter: Counter, read: Statement): Promise<{ state: CounterState; rows: R[] }> {
     const { result, rows } = await this.metered<R>('peek', this.countersOf(subject, counter).slice(0, 1), counter, 0, read, this.db);

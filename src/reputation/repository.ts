@@ -77,6 +77,13 @@ export interface NewReport {
   geo: { countryCode: string | null; asn: number | null; isp: string | null };
 }
 
+/** Who sent a report: the account (with its key's role) and the country the report came from. */
+export interface Reporter {
+  accountId: number;
+  role: Role;
+  country: string | null;
+}
+
 export interface StoredReport {
   reportId: number;
   ip: string;
@@ -263,82 +270,86 @@ export class ReputationRepository {
   }
 
   /**
-   * Stores a batch of reports by one reporter in one transaction. A report about an address
-   * the same reporter reported less than 5 minutes ago is merged into that earlier report
-   * (its categories joined, its aggregation count raised); reports of the same address inside
-   * the batch merge likewise. The per-IP aggregates and the statistics rollups are updated in
-   * the same transaction. Returns, per address, the report its submissions ended in and the
+   * Stores a batch of reports in one transaction: one reporter's (a bulk report), or many
+   * reporters' one each (POST /report's group commit, see report-batcher.ts). A report about an
+   * address its reporter reported less than 5 minutes ago is merged into that earlier report
+   * (its categories joined, its aggregation count raised); reports of the same address by the
+   * same reporter inside the batch merge likewise, in their order. The per-IP aggregates and the
+   * statistics rollups are updated in the same transaction. Returns, per report (in their
+   * order), the report its submission ended in, its categories as they stood after it, and the
    * address's new score.
    */
   async store(
-    reporter: { accountId: number; role: Role; country: string | null },
-    reports: NewReport[],
+    reports: (NewReport & { reporter: Reporter })[],
     now: Date,
     decay: number,
     scoreOf: (aggregate: IpAggregate) => number,
     /**
      * Runs last in the transaction (the quota charge): it commits or rolls back with the
-     * reports, and holds the account's counter row only for the end of the transaction.
+     * reports, and holds the accounts' counter rows only for the end of the transaction.
      */
     afterWrite?: (client: Queryable) => Promise<void>,
-  ): Promise<Map<string, StoredReport>> {
-    const byIp = new Map<string, NewReport[]>();
+  ): Promise<StoredReport[]> {
+    // The reports of one reporter about one address, in order: they end in one report row.
+    const groups = new Map<string, (NewReport & { reporter: Reporter })[]>();
     for (const report of reports) {
-      const list = byIp.get(report.ip);
+      const key = `${report.reporter.accountId}:${report.ip}`;
+      const list = groups.get(key);
       if (list) list.push(report);
-      else byIp.set(report.ip, [report]);
+      else groups.set(key, [report]);
     }
-    const ips = [...byIp.keys()];
+    const pairs = [...groups.values()].map((list) => ({ accountId: list[0]!.reporter.accountId, ip: list[0]!.ip }));
     return transaction(this.pool, async (client) => {
       // Concurrent batches of one reporter about one address take turns, so they aggregate.
       await client.query(
         `select pg_advisory_xact_lock(k) from (
-           select distinct hashtextextended($1::text || ':' || ip, 0) as k from unnest($2::text[]) ip
+           select distinct hashtextextended(a::text || ':' || ip, 0) as k from unnest($1::int[], $2::text[]) as v(a, ip)
          ) keys order by k`,
-        [reporter.accountId, ips],
+        [pairs.map((p) => p.accountId), pairs.map((p) => p.ip)],
       );
-      const recent = await this.recentReports(client, reporter.accountId, ips, new Date(now.getTime() - AGGREGATION_WINDOW_MS));
+      const recent = await this.recentReports(client, pairs, new Date(now.getTime() - AGGREGATION_WINDOW_MS));
 
-      const reportIds = new Map<string, { reportId: number; categories: number[] }>();
-      const inserts: { ip: string; categories: number[]; comment: string; aggregation: number }[] = [];
+      const ended = new Map<string, number>();
+      const inserts: { key: string; ip: string; reporter: Reporter; categories: number[]; comment: string; aggregation: number }[] = [];
       const merges: { id: number; categories: number[]; comment: string; aggregation: number }[] = [];
-      for (const [ip, list] of byIp) {
+      for (const [key, list] of groups) {
         const categories = list.reduce((acc, r) => union(acc, r.categories), [] as number[]);
         const comment = list.find((r) => r.comment !== '')?.comment ?? '';
-        const earlier = recent.get(ip);
+        const earlier = recent.get(key);
         if (earlier) {
-          const merged = union(earlier.categories, categories);
           merges.push({
             id: earlier.id,
-            categories: merged,
+            categories: union(earlier.categories, categories),
             comment: earlier.comment || comment,
             aggregation: earlier.aggregation_count + list.length,
           });
-          reportIds.set(ip, { reportId: earlier.id, categories: merged });
+          ended.set(key, earlier.id);
         } else {
-          inserts.push({ ip, categories, comment, aggregation: list.length - 1 });
+          inserts.push({ key, ip: list[0]!.ip, reporter: list[0]!.reporter, categories, comment, aggregation: list.length - 1 });
         }
       }
       if (inserts.length) {
-        const { rows } = await client.query<{ id: number; ip: string; categories: number[] }>(
+        const { rows } = await client.query<{ id: number; account_id: number; ip: string }>(
           `insert into reports (ip, account_id, reporter_role, reporter_country, categories, comment, reported_at, aggregation_count)
-           select v.ip, $1, $2, $3, v.categories::smallint[], v.comment, $4, v.aggregation
-             from unnest($5::text[], $6::text[], $7::text[], $8::int[]) as v(ip, categories, comment, aggregation)
-           returning id, ip, categories`,
+           select v.ip, v.account_id, v.role, v.country, v.categories::smallint[], v.comment, $1, v.aggregation
+             from unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])
+               as v(ip, account_id, role, country, categories, comment, aggregation)
+           returning id, account_id, ip`,
           [
-            reporter.accountId,
-            reporter.role,
-            reporter.country,
             now,
             inserts.map((r) => r.ip),
+            inserts.map((r) => r.reporter.accountId),
+            inserts.map((r) => r.reporter.role),
+            inserts.map((r) => r.reporter.country),
             inserts.map((r) => pgArray(r.categories)),
             inserts.map((r) => r.comment),
             inserts.map((r) => r.aggregation),
           ],
         );
-        for (const row of rows) reportIds.set(row.ip, { reportId: row.id, categories: row.categories });
+        for (const row of rows) ended.set(`${row.account_id}:${row.ip}`, row.id);
       }
       if (merges.length) {
+        merges.sort((a, b) => a.id - b.id);
         await client.query(
           `update reports r set categories = v.categories::smallint[], comment = v.comment, aggregation_count = v.aggregation
              from unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) as v(id, categories, comment, aggregation)
@@ -346,28 +357,28 @@ export class ReputationRepository {
           [merges.map((m) => m.id), merges.map((m) => pgArray(m.categories)), merges.map((m) => m.comment), merges.map((m) => m.aggregation)],
         );
       }
-      const { rows: newReporter } = await client.query<{ ip: string }>(
-        `insert into ip_reporters (ip, account_id) select unnest($1::text[]), $2
-         on conflict do nothing returning ip`,
-        [ips, reporter.accountId],
+      const { rows: newReporter } = await client.query<{ ip: string; account_id: number }>(
+        `insert into ip_reporters (ip, account_id) select * from unnest($1::text[], $2::int[]) as v(ip, a) order by ip, a
+         on conflict do nothing returning ip, account_id`,
+        [pairs.map((p) => p.ip), pairs.map((p) => p.accountId)],
       );
-      const firstFromReporter = new Set(newReporter.map((r) => r.ip));
-      const inserted = new Set(inserts.map((r) => r.ip));
-      const honeypot = reporter.role === 'honeypot';
-      const rows = ips.map((ip) => {
-        const list = byIp.get(ip)!;
-        return {
-          ip,
-          submissions: list.length,
-          newRows: inserted.has(ip) ? 1 : 0,
-          newReporter: firstFromReporter.has(ip) ? 1 : 0,
-          honeypot: honeypot ? list.length : 0,
-          categories: list.reduce((acc, r) => union(acc, r.categories), [] as number[]),
-          severity: Math.max(...list.map((r) => r.severity)),
-          decay: decay * list.length,
-          geo: list[0]!.geo,
-        };
-      });
+      const firstFromReporter = new Set(newReporter.map((r) => `${r.account_id}:${r.ip}`));
+      const inserted = new Set(inserts.map((r) => r.key));
+      // Per address, over its reporters; in address order, so that concurrent batches lock its rows in one order.
+      const perIp = new Map<string, { submissions: number; newRows: number; newReporters: number; honeypot: number; categories: number[]; severity: number; geo: NewReport['geo'] }>();
+      for (const [key, list] of groups) {
+        const ip = list[0]!.ip;
+        const row = perIp.get(ip) ?? { submissions: 0, newRows: 0, newReporters: 0, honeypot: 0, categories: [], severity: 0, geo: list[0]!.geo };
+        row.submissions += list.length;
+        row.newRows += inserted.has(key) ? 1 : 0;
+        row.newReporters += firstFromReporter.has(key) ? 1 : 0;
+        row.honeypot += list.filter((r) => r.reporter.role === 'honeypot').length;
+        row.categories = list.reduce((acc, r) => union(acc, r.categories), row.categories);
+        row.severity = Math.max(row.severity, ...list.map((r) => r.severity));
+        perIp.set(ip, row);
+      }
+      const ips = [...perIp.keys()].sort();
+      const rows = ips.map((ip) => ({ ip, ...perIp.get(ip)!, decay: decay * perIp.get(ip)!.submissions }));
       const { rows: updated } = await client.query<AggregateRow & { first_seen: boolean }>(
         `insert into ip_stats as s (ip, total_reports, report_rows, unique_reporters, honeypot_reports, first_reported_at,
                                last_reported_at, categories, max_severity, decay_sum, country_code, asn, isp, positive_feedback)
@@ -393,7 +404,7 @@ export class ReputationRepository {
           rows.map((r) => r.ip),
           rows.map((r) => r.submissions),
           rows.map((r) => r.newRows),
-          rows.map((r) => r.newReporter),
+          rows.map((r) => r.newReporters),
           rows.map((r) => r.honeypot),
           rows.map((r) => pgArray(r.categories)),
           rows.map((r) => r.severity),
@@ -408,21 +419,26 @@ export class ReputationRepository {
       await this.rollUp(
         client,
         now,
-        reporter.country,
-        rows.map((r) => ({
-          submissions: r.submissions,
-          categories: r.categories,
-          newIp: firstSeen.has(r.ip),
-          country: r.geo.countryCode,
-          score: scores.get(r.ip) ?? 0,
+        [...groups.values()].map((list) => ({
+          submissions: list.length,
+          categories: list.reduce((acc, r) => union(acc, r.categories), [] as number[]),
+          // An address new with this batch counts once, with the first of its reporters.
+          newIp: firstSeen.delete(list[0]!.ip),
+          country: list[0]!.geo.countryCode,
+          reporterCountry: list[0]!.reporter.country,
+          score: scores.get(list[0]!.ip) ?? 0,
         })),
       );
       await afterWrite?.(client);
-      const stored = new Map<string, StoredReport>();
-      for (const [ip, { reportId, categories }] of reportIds) {
-        stored.set(ip, { reportId, ip, categories, score: scores.get(ip) ?? 0 });
-      }
-      return stored;
+      // Each report's answer: the row it ended in, with the categories it had once that report was in.
+      const seen = new Map<string, number[]>();
+      return reports.map((report) => {
+        const key = `${report.reporter.accountId}:${report.ip}`;
+        const before = seen.get(key) ?? recent.get(key)?.categories ?? [];
+        const categories = union(before, report.categories);
+        seen.set(key, categories);
+        return { reportId: ended.get(key)!, ip: report.ip, categories, score: scores.get(report.ip) ?? 0 };
+      });
     });
   }
 
@@ -463,8 +479,7 @@ export class ReputationRepository {
   private async rollUp(
     client: Queryable,
     now: Date,
-    reporterCountry: string | null,
-    items: { submissions: number; categories: number[]; newIp: boolean; country: string | null; score: number }[],
+    items: { submissions: number; categories: number[]; newIp: boolean; country: string | null; reporterCountry: string | null; score: number }[],
   ): Promise<void> {
     const hour = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000);
     const activity = new Map<number, { reports: number; newIps: number }>();
@@ -485,8 +500,8 @@ export class ReputationRepository {
         c.ips += newIps;
         c.reports += item.submissions;
         countries.set(item.country, c);
-        if (reporterCountry && reporterCountry !== item.country) {
-          const key = `${item.country}>${reporterCountry}`;
+        if (item.reporterCountry && item.reporterCountry !== item.country) {
+          const key = `${item.country}>${item.reporterCountry}`;
           const conn = connections.get(key) ?? { reports: 0, scoreSum: 0 };
           conn.reports += item.submissions;
           conn.scoreSum += item.score * item.submissions;
@@ -539,20 +554,21 @@ export class ReputationRepository {
     }
   }
 
-  private async recentReports(client: Queryable, accountId: number, ips: string[], since: Date) {
+  private async recentReports(client: Queryable, pairs: { accountId: number; ip: string }[], since: Date) {
     const { rows } = await client.query<{
       id: number;
+      account_id: number;
       ip: string;
       categories: number[];
       comment: string;
       aggregation_count: number;
     }>(
-      `select distinct on (ip) id, ip, categories, comment, aggregation_count
-         from reports
-        where account_id = $1 and ip = any($2::text[]) and reported_at > $3
-        order by ip, reported_at desc`,
-      [accountId, ips, since],
+      `select distinct on (r.account_id, r.ip) r.id, r.account_id, r.ip, r.categories, r.comment, r.aggregation_count
+         from reports r join unnest($1::int[], $2::text[]) as v(a, ip) on r.account_id = v.a and r.ip = v.ip
+        where r.reported_at > $3
+        order by r.account_id, r.ip, r.reported_at desc`,
+      [pairs.map((p) => p.accountId), pairs.map((p) => p.ip), since],
     );
-    return new Map(rows.map((r) => [r.ip, r]));
+    return new Map(rows.map((r) => [`${r.account_id}:${r.ip}`, r]));
   }
 }

@@ -5,12 +5,22 @@ import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { DomainError, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
+import type { Counter } from '../keys/roles.js';
+import type { ChargeResult, Meter, Subject } from '../keys/usage.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
-import type { IpAggregate, NewReport, ReportRecord, ReputationRepository } from './repository.js';
+import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
+import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
 import { computeScore, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
-/** Charges the operation's daily counter, or throws 429 (see http/metering.ts). */
-export type Charge = (units: number, db?: Queryable) => Promise<void>;
+/**
+ * Charges the operation's daily counter, or throws 429 (see http/metering.ts). `claim`: the same
+ * charge as data, for a batch that charges many requests in one statement (Meter.chargeMany) and
+ * then settles each with its outcome (its headers, or its 429).
+ */
+export interface Charge {
+  (units: number, db?: Queryable): Promise<void>;
+  claim?: { subject: Subject; counter: Counter; settle(result: ChargeResult): void };
+}
 
 export const COMMENT_MAX = 1024;
 export const BULK_REPORT_MAX_LINES = 10_000;
@@ -119,12 +129,26 @@ function unreportable(address: Address): string | undefined {
 }
 
 export class ReputationService {
+  private readonly batcher: ReportBatcher;
+
+  /**
+   * `reports`: POST /report's group commit (report-batcher.ts), with the meter that charges its
+   * members in one statement; without it each report is written on its own.
+   */
   constructor(
     private readonly repository: ReputationRepository,
     private readonly categories: CategoryService,
     private readonly geo: GeoIp,
     private readonly clock: Clock,
-  ) {}
+    reports: { batching: ReportBatching; meter?: Meter } = { batching: { ms: 0, max: 1 } },
+  ) {
+    const meter = reports.meter;
+    this.batcher = new ReportBatcher(
+      (batch, afterWrite) => this.store(batch, afterWrite),
+      meter && ((claims, db) => meter.chargeMany(claims, db)),
+      reports.batching,
+    );
+  }
 
   private score(aggregate: IpAggregate): Score {
     return scoreAggregate(aggregate, this.clock.now());
@@ -291,18 +315,20 @@ export class ReputationService {
     };
   }
 
-  /** Stores reports, charging `units` in the same transaction. */
-  private store(caller: Caller, reporterIp: string, reports: NewReport[], charge: Charge, units: number) {
+  /** Who reports: the caller's account and role, and the country its request came from. */
+  private reporter(caller: Caller, reporterIp: string): Reporter {
+    return { accountId: caller.accountId, role: caller.role, country: this.geo.lookup(reporterIp).countryCode };
+  }
+
+  /** Stores reports in one transaction, running `afterWrite` (the charge) last in it. */
+  private store(reports: BatchedReport[], afterWrite: (client: Queryable) => Promise<void>) {
     const now = this.clock.now();
-    const reporter = { ...caller, country: this.geo.lookup(reporterIp).countryCode };
-    return this.repository.store(
-      reporter,
-      reports,
-      now,
-      decayContribution(now),
-      (a) => this.score(a).abuseConfidencePercentage,
-      (client) => charge(units, client),
-    );
+    return this.repository.store(reports, now, decayContribution(now), (a) => this.score(a).abuseConfidencePercentage, afterWrite);
+  }
+
+  /** Writes the reports gathered (POST /report's group commit) on the server's stop. */
+  close(): Promise<void> {
+    return this.batcher.close();
   }
 
   /** POST /report. `reporterIp` is where the report came from: the target of attack-map connections. */
@@ -313,7 +339,7 @@ export class ReputationService {
         { location: 'body', name: validated.field, message: validated.message },
       ], validated.code);
     }
-    const stored = (await this.store(caller, reporterIp, [validated.report], charge, 1)).get(validated.report.ip)!;
+    const stored = await this.batcher.submit({ ...validated.report, reporter: this.reporter(caller, reporterIp) }, charge);
     return {
       reportId: stored.reportId,
       ip: stored.ip,
@@ -362,7 +388,8 @@ export class ReputationService {
       if (validated.ignored.length) warnings.push({ line: line.line, message: `stored without the unknown category ids ${validated.ignored.join(', ')}` });
       if (validated.truncated) warnings.push({ line: line.line, message: `the comment was shortened to ${COMMENT_MAX} characters` });
     }
-    if (valid.length) await this.store(caller, reporterIp, valid, charge, lines.length);
+    const reporter = this.reporter(caller, reporterIp);
+    if (valid.length) await this.store(valid.map((report) => ({ ...report, reporter })), (client) => charge(lines.length, client));
     else await charge(lines.length);
     return { success_count: valid.length, error_count: errors.length, errors, warnings };
   }

@@ -41,7 +41,7 @@ export interface TestServer {
 
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules' | 'blacklistCacheBytes'>> & {
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules' | 'blacklistCacheBytes' | 'reportBatching'>> & {
     relay?: Partial<RelayConfig>;
     /** The pages' settings; `publicUrl` defaults to the test server's own origin. */
     web?: Partial<WebConfig>;
@@ -84,6 +84,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     rules: options.config?.rules ?? defaults.rules,
     keyCacheMs: options.config?.keyCacheMs ?? 0,
     blacklistCacheBytes: options.config?.blacklistCacheBytes ?? defaults.blacklistCacheBytes,
+    reportBatching: options.config?.reportBatching ?? defaults.reportBatching,
     web: webConfig,
     stripe: options.config?.stripe,
   };

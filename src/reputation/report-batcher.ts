@@ -1,0 +1,144 @@
+import type { Queryable } from '../db/pool.js';
+import type { ChargeResult, Subject } from '../keys/usage.js';
+import type { Counter } from '../keys/roles.js';
+import type { NewReport, Reporter, StoredReport } from './repository.js';
+import type { Charge } from './service.js';
+
+/** How long POST /report's group commit gathers reports, and how many it writes at most at once. */
+export interface ReportBatching {
+  /** 0 writes each report at once, on its own. */
+  ms: number;
+  max: number;
+}
+
+export type BatchedReport = NewReport & { reporter: Reporter };
+
+/** Writes reports in one transaction, running `afterWrite` (the charges) last in it (ReputationRepository.store). */
+export type StoreReports = (reports: BatchedReport[], afterWrite: (client: Queryable) => Promise<void>) => Promise<StoredReport[]>;
+/** Charges many requests in one transaction, each all or nothing (Meter.chargeMany). */
+export type ChargeMany = (claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable) => Promise<ChargeResult[]>;
+
+interface Waiting {
+  report: BatchedReport;
+  charge: Charge;
+  resolve(stored: StoredReport): void;
+  reject(err: unknown): void;
+}
+
+/** Thrown inside a batch's transaction to roll it back: some of its members' charges were refused. */
+class Refused extends Error {
+  constructor(readonly refusals: Map<Waiting, unknown>) {
+    super('charges refused');
+  }
+}
+
+/**
+ * POST /report's group commit: the reports that arrive within `ms` of each other (at most `max`)
+ * are written in one transaction, with as many statements as one report takes, and charged in
+ * one statement. Each request still gets the truth about its own report:
+ *
+ * - its charge is exact: the batch charges its members in order, each admitted only while its
+ *   counter stays within the limit; when some are refused, they get their 429 and the batch is
+ *   rolled back and written again without them (the charge runs last, as for one report);
+ * - two reports of one reporter about one address in a batch aggregate as they would one after
+ *   the other (ReputationRepository.store), each answered with the report it ended in;
+ * - when the batch fails, each member is written again on its own, and fails (or succeeds) alone.
+ *
+ * `close()` writes what is gathered and waits for the batches under way: the server's stop.
+ */
+export class ReportBatcher {
+  private gathered: Waiting[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly writing = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(
+    private readonly store: StoreReports,
+    private readonly chargeMany: ChargeMany | undefined,
+    private readonly options: ReportBatching,
+  ) {}
+
+  /** Writes a report (and charges its request one unit) with the others gathered with it. */
+  submit(report: BatchedReport, charge: Charge): Promise<StoredReport> {
+    return new Promise<StoredReport>((resolve, reject) => {
+      this.gathered.push({ report, charge, resolve, reject });
+      if (this.closed || this.options.ms <= 0 || this.gathered.length >= this.options.max) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), this.options.ms);
+    });
+  }
+
+  /** Writes what is gathered now, and resolves once every batch under way is written. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.flush();
+    while (this.writing.size) await Promise.all(this.writing);
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.gathered.splice(0);
+    if (!batch.length) return;
+    const done = this.write(batch).finally(() => this.writing.delete(done));
+    this.writing.add(done);
+  }
+
+  private async write(batch: Waiting[]): Promise<void> {
+    try {
+      await this.attempt(batch);
+    } catch (err) {
+      if (batch.length === 1) return batch[0]!.reject(err);
+      // Whatever failed the batch (one member's report, a deadlock, the database), each member is
+      // answered for itself: written alone, or failed with its own error.
+      await Promise.all(batch.map((member) => this.attempt([member]).catch((e: unknown) => member.reject(e))));
+    }
+  }
+
+  /** Writes the members and answers them; throws what failed the transaction, leaving them unanswered. */
+  private async attempt(members: Waiting[]): Promise<void> {
+    let stored: StoredReport[];
+    try {
+      stored = await this.store(
+        members.map((m) => m.report),
+        async (client) => {
+          const refusals = await this.charge(members, client);
+          if (refusals.size) throw new Refused(refusals);
+        },
+      );
+    } catch (err) {
+      if (!(err instanceof Refused)) throw err;
+      for (const [member, refusal] of err.refusals) member.reject(refusal);
+      const admitted = members.filter((m) => !err.refusals.has(m));
+      return admitted.length ? this.attempt(admitted) : undefined;
+    }
+    members.forEach((member, i) => member.resolve(stored[i]!));
+  }
+
+  /**
+   * Charges each member one unit in the batch's transaction: those whose charge is a claim in
+   * one statement, any other by its own. Returns the refused members with their error (429).
+   */
+  private async charge(members: Waiting[], client: Queryable): Promise<Map<Waiting, unknown>> {
+    const refusals = new Map<Waiting, unknown>();
+    const claimed = this.chargeMany ? members.filter((m) => m.charge.claim) : [];
+    if (claimed.length) {
+      const results = await this.chargeMany!(claimed.map((m) => ({ subject: m.charge.claim!.subject, counter: m.charge.claim!.counter, units: 1 })), client);
+      claimed.forEach((member, i) => {
+        try {
+          member.charge.claim!.settle(results[i]!);
+        } catch (refusal) {
+          refusals.set(member, refusal);
+        }
+      });
+    }
+    for (const member of members) {
+      if (claimed.includes(member)) continue;
+      try {
+        await member.charge(1, client);
+      } catch (err) {
+        refusals.set(member, err);
+      }
+    }
+    return refusals;
+  }
+}
