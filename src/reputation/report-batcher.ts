@@ -21,6 +21,8 @@ export type ChargeMany = (claims: { subject: Subject; counter: Counter; units: n
 interface Waiting {
   report: BatchedReport;
   charge: Charge;
+  /** Refused (429) already, or written: never written again. */
+  answered: boolean;
   resolve(stored: StoredReport): void;
   reject(err: unknown): void;
 }
@@ -61,7 +63,20 @@ export class ReportBatcher {
   /** Writes a report (and charges its request one unit) with the others gathered with it. */
   submit(report: BatchedReport, charge: Charge): Promise<StoredReport> {
     return new Promise<StoredReport>((resolve, reject) => {
-      this.gathered.push({ report, charge, resolve, reject });
+      const member: Waiting = {
+        report,
+        charge,
+        answered: false,
+        resolve(stored) {
+          member.answered = true;
+          resolve(stored);
+        },
+        reject(err) {
+          member.answered = true;
+          reject(err);
+        },
+      };
+      this.gathered.push(member);
       if (this.closed || this.options.ms <= 0 || this.gathered.length >= this.options.max) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.ms);
     });
@@ -87,10 +102,12 @@ export class ReportBatcher {
     try {
       await this.attempt(batch);
     } catch (err) {
-      if (batch.length === 1) return batch[0]!.reject(err);
-      // Whatever failed the batch (one member's report, a deadlock, the database), each member is
-      // answered for itself: written alone, or failed with its own error.
-      await Promise.all(batch.map((member) => this.attempt([member]).catch((e: unknown) => member.reject(e))));
+      // Whatever failed the batch (one member's report, a deadlock, the database), each member not
+      // answered yet (not refused its charge) is answered for itself: written alone, or failed
+      // with its own error.
+      const unanswered = batch.filter((member) => !member.answered);
+      if (unanswered.length === 1) return unanswered[0]!.reject(err);
+      await Promise.all(unanswered.map((member) => this.attempt([member]).catch((e: unknown) => member.reject(e))));
     }
   }
 
