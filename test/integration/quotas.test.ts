@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../../src/db/entities.js';
-import { call, type CallResult } from '../support/http.js';
+import { call, rateLimitedBody, type CallResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /** Quotas, metering and rate-limit headers, as "Limits" in the specification says. */
@@ -122,14 +122,8 @@ describe('daily quotas', () => {
     }
     const refused = await api('/check?ip=8.8.8.8', { key: free.key });
     expect(refused.status).toBe(429);
-    const retryAfter = Number(refused.headers.get('retry-after'));
-    expect(refused.body).toEqual({
-      meta: { success: false, code: 429, message: 'Rate limit exceeded. Try again later.' },
-      data: { retryAfter },
-      code: 'rate_limited',
-      message: 'Rate limit exceeded. Try again later.',
-    });
-    expect(retryAfter).toBe(12 * 3600); // 12:00 UTC -> next midnight
+    expect(refused.body).toEqual(rateLimitedBody(refused));
+    expect(refused.body.data.retryAfter).toBe(12 * 3600); // 12:00 UTC -> next midnight
     expect(rateHeaders(refused)).toMatchObject({ limit: 1000, remaining: 0 });
     expect(await counter(`a:${free.accountId}`, 'check')).toBe(1000);
 

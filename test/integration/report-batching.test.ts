@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../support/http.js';
+import { call, rateLimitedBody } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -75,13 +75,8 @@ describe('POST /report group commit', () => {
       expect(ok).toHaveLength(50);
       expect(refused).toHaveLength(40);
       for (const r of refused) {
-        const retryAfter = Number(r.headers.get('retry-after'));
-        expect(r.body).toEqual({
-          meta: { success: false, code: 429, message: 'Rate limit exceeded. Try again later.' },
-          data: { retryAfter },
-          code: 'rate_limited',
-          message: 'Rate limit exceeded. Try again later.',
-        });
+        expect(r.body).toEqual(rateLimitedBody(r));
+        expect(r.body.data.retryAfter).toBe(12 * 3600); // 12:00 UTC -> next midnight
         expect(r.headers.get('x-ratelimit-limit')).toBe('50');
         expect(r.headers.get('x-ratelimit-remaining')).toBe('0');
       }

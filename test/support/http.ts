@@ -28,6 +28,17 @@ export async function call(
   return { status: res.status, headers: res.headers, body: parsed };
 }
 
+/** What a 429 of an envelope endpoint answers, with the Retry-After it sent. */
+export function rateLimitedBody(res: CallResult) {
+  const retryAfter = Number(res.headers.get('retry-after'));
+  return {
+    meta: { success: false, code: 429, message: 'Rate limit exceeded. Try again later.' },
+    data: { retryAfter },
+    code: 'rate_limited',
+    message: 'Rate limit exceeded. Try again later.',
+  };
+}
+
 /**
  * A call whose path goes on the wire exactly as given: `fetch` resolves dot segments and
  * normalises the URL before sending, which would hide what a hand-made request can do.
