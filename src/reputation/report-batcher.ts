@@ -27,6 +27,13 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
+/**
+ * Batches one process writes at once. While they are written the next one gathers every report
+ * that arrives, so that batches grow with the load instead of queueing on the same rows (the
+ * reporters' counter rows, the hour's rollups).
+ */
+const IN_FLIGHT = 2;
+
 /** Thrown inside a batch's transaction to roll it back: some of its members' charges were refused. */
 class Refused extends Error {
   constructor(readonly refusals: Map<Waiting, unknown>) {
@@ -76,25 +83,35 @@ export class ReportBatcher {
           reject(err);
         },
       };
+      if (this.options.ms <= 0) return this.start([member]);
       this.gathered.push(member);
-      if (this.closed || this.options.ms <= 0 || this.gathered.length >= this.options.max) this.flush();
+      if (this.closed || this.gathered.length >= this.options.max) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.ms);
     });
   }
 
-  /** Writes what is gathered now, and resolves once every batch under way is written. */
+  /** Writes what is gathered now, and resolves once every batch is written (those started meanwhile too). */
   async close(): Promise<void> {
     this.closed = true;
     this.flush();
     while (this.writing.size) await Promise.all(this.writing);
   }
 
+  /**
+   * Starts a batch of what is gathered (at most `max`), unless IN_FLIGHT batches are being
+   * written: then the first of them to end starts it, with all that arrived meanwhile.
+   */
   private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    const batch = this.gathered.splice(0);
-    if (!batch.length) return;
-    const done = this.write(batch).finally(() => this.writing.delete(done));
+    while (this.gathered.length && this.writing.size < IN_FLIGHT) this.start(this.gathered.splice(0, this.options.max));
+  }
+
+  private start(batch: Waiting[]): void {
+    const done: Promise<void> = this.write(batch).finally(() => {
+      this.writing.delete(done);
+      this.flush();
+    });
     this.writing.add(done);
   }
 
