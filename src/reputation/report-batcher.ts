@@ -8,6 +8,7 @@ import type { Charge } from './service.js';
 export interface ReportBatching {
   /** 0 writes each report at once, on its own. */
   ms: number;
+  /** 1 writes each report at once, on its own, too. */
   max: number;
 }
 
@@ -83,7 +84,7 @@ export class ReportBatcher {
           reject(err);
         },
       };
-      if (this.options.ms <= 0) return this.start([member]);
+      if (this.options.ms <= 0 || this.options.max <= 1) return this.start([member]);
       this.gathered.push(member);
       if (this.closed || this.gathered.length >= this.options.max) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.ms);
