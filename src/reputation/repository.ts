@@ -1,5 +1,6 @@
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import type { Role } from '../db/entities.js';
+import type { ScoreInput } from './score.js';
 
 /** The per-IP aggregate, maintained on write: a lookup never scans the reports. */
 export interface IpAggregate {
@@ -58,6 +59,12 @@ function toAggregate(row: AggregateRow): IpAggregate {
   };
 }
 
+/** A reported address as a bulk check reads it: the inputs of its score and the answer's fields. */
+export interface CheckedAddress extends ScoreInput {
+  ip: string;
+  categories: number[];
+}
+
 export interface ReportRecord {
   id: number;
   categories: number[];
@@ -109,18 +116,21 @@ export class ReputationRepository {
     return toAggregate(rows[0]!);
   }
 
-  /** The aggregates of many addresses in one query, in the order given. */
-  async findMany(ips: string[]): Promise<IpAggregate[]> {
-    const { rows } = await this.pool.query<AggregateRow>({
-      name: 'ip-aggregates',
-      text: `select q.ip, ${AGGREGATE_COLUMNS},
-                    exists (select 1 from whitelist w where w.range >>= q.ip::inet) as whitelisted
-               from unnest($1::text[]) with ordinality as q(ip, n)
-               left join ip_stats s on s.ip = q.ip
-              order by q.n`,
+  /**
+   * The reported addresses among `ips` (canonical texts), in one query: an index probe per
+   * address, only the columns a bulk check answers with, named as the score takes them.
+   */
+  async findReported(ips: string[]): Promise<CheckedAddress[]> {
+    const { rows } = await this.pool.query<CheckedAddress>({
+      name: 'ip-checked',
+      text: `select s.ip, s.total_reports as "reportCount", s.unique_reporters as "uniqueReporters",
+                    s.honeypot_reports as "honeypotReports", s.decay_sum as "decaySum", s.last_reported_at as "lastReportedAt",
+                    s.max_severity as "maxSeverity", s.positive_feedback as "positiveFeedback", s.categories,
+                    exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+               from ip_stats s where s.ip = any($1::text[])`,
       values: [ips],
     });
-    return rows.map(toAggregate);
+    return rows;
   }
 
   /**
