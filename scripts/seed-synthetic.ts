@@ -107,6 +107,7 @@ async function main(): Promise<void> {
     'ip_stats',
     'ip_reporters',
     'activity_hourly',
+    'activity_daily',
     'country_totals',
     'connections_hourly',
     'blacklist_entries',
@@ -314,9 +315,14 @@ async function main(): Promise<void> {
      select * from unnest($1::timestamptz[], $2::smallint[], $3::int[], $4::int[])`,
     [entries.map((e) => e.hour), entries.map((e) => e.category), entries.map((e) => e.reports), entries.map((e) => e.newIps)],
   );
+  // The daily and all-time rollups from the hourly one, as the migration that made them backfills them.
   await admin.query(
-    `insert into category_totals (category, reports)
-     select category, sum(reports) from activity_hourly where category <> 0 group by category`,
+    `insert into activity_daily (day, category, reports, new_ips)
+     select date_bin('1 day', hour, timestamptz '2000-01-01T00:00:00Z'), category, sum(reports), sum(new_ips) from activity_hourly group by 1, 2`,
+  );
+  await admin.query(
+    `insert into category_totals (category, reports, new_ips)
+     select category, sum(reports), sum(new_ips) from activity_hourly group by category`,
   );
   await admin.query(
     'insert into country_totals (country_code, ips, reports) select * from unnest($1::text[], $2::int[], $3::bigint[])',

@@ -506,18 +506,19 @@ export class ReputationRepository {
     }
     // Sorted keys: concurrent transactions lock the shared rows in the same order.
     const categories = [...activity.keys()].sort((a, b) => a - b);
+    // The same counts per hour, per day and all time (category 0 counting all): one statement.
+    const day = new Date(Math.floor(now.getTime() / 86_400_000) * 86_400_000);
     await client.query(
-      `insert into activity_hourly (hour, category, reports, new_ips)
-       select $1, v.category, v.reports, v.new_ips from unnest($2::smallint[], $3::int[], $4::int[]) as v(category, reports, new_ips)
-       on conflict (hour, category) do update set
-         reports = activity_hourly.reports + excluded.reports, new_ips = activity_hourly.new_ips + excluded.new_ips`,
-      [hour, categories, categories.map((c) => activity.get(c)!.reports), categories.map((c) => activity.get(c)!.newIps)],
-    );
-    await client.query(
-      `insert into category_totals (category, reports)
-       select * from unnest($1::smallint[], $2::bigint[])
-       on conflict (category) do update set reports = category_totals.reports + excluded.reports`,
-      [categories.filter((c) => c !== 0), categories.filter((c) => c !== 0).map((c) => activity.get(c)!.reports)],
+      `with v as (select * from unnest($3::smallint[], $4::int[], $5::int[]) as v(category, reports, new_ips)),
+       hourly as (
+         insert into activity_hourly as a (hour, category, reports, new_ips) select $1, * from v
+         on conflict (hour, category) do update set reports = a.reports + excluded.reports, new_ips = a.new_ips + excluded.new_ips),
+       daily as (
+         insert into activity_daily as a (day, category, reports, new_ips) select $2, * from v
+         on conflict (day, category) do update set reports = a.reports + excluded.reports, new_ips = a.new_ips + excluded.new_ips)
+       insert into category_totals as a (category, reports, new_ips) select * from v
+       on conflict (category) do update set reports = a.reports + excluded.reports, new_ips = a.new_ips + excluded.new_ips`,
+      [hour, day, categories, categories.map((c) => activity.get(c)!.reports), categories.map((c) => activity.get(c)!.newIps)],
     );
     if (countries.size) {
       const codes = [...countries.keys()].sort();
