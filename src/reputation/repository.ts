@@ -119,7 +119,7 @@ export class ReputationRepository {
   /**
    * The reported addresses among `ips` (canonical texts), in one query: an index probe per
    * address, only the columns a bulk check answers with, named as the score takes them. The
-   * addresses go as one string and the time and categories come as a number and JSON, which
+   * addresses go as one string (no address holds a comma) and the time and categories come as a number and JSON, which
    * the driver reads without its per-element escaping and parsing.
    */
   async findReported(ips: string[]): Promise<CheckedAddress[]> {
