@@ -24,6 +24,7 @@ import { connectDatabase } from '../src/db/connect.js';
 import { openGeoIp } from '../src/geo/geoip.js';
 import { consoleProgress } from '../src/progress.js';
 import { decayContribution } from '../src/reputation/score.js';
+import { ROLLUPS_FROM_HOURLY } from '../src/db/migrations/Migration20261127000000DailyRollups.js';
 import { isPublic, parseAddress } from '../src/address.js';
 
 const { values: args } = parseArgs({
@@ -107,6 +108,7 @@ async function main(): Promise<void> {
     'ip_stats',
     'ip_reporters',
     'activity_hourly',
+    'activity_daily',
     'country_totals',
     'connections_hourly',
     'blacklist_entries',
@@ -314,10 +316,8 @@ async function main(): Promise<void> {
      select * from unnest($1::timestamptz[], $2::smallint[], $3::int[], $4::int[])`,
     [entries.map((e) => e.hour), entries.map((e) => e.category), entries.map((e) => e.reports), entries.map((e) => e.newIps)],
   );
-  await admin.query(
-    `insert into category_totals (category, reports)
-     select category, sum(reports) from activity_hourly where category <> 0 group by category`,
-  );
+  // The daily and all-time rollups from the hourly one, as their migration backfills them.
+  for (const sql of ROLLUPS_FROM_HOURLY) await admin.query(sql);
   await admin.query(
     'insert into country_totals (country_code, ips, reports) select * from unnest($1::text[], $2::int[], $3::bigint[])',
     [[...countries.keys()], [...countries.values()].map((c) => c.ips), [...countries.values()].map((c) => c.reports)],

@@ -1,5 +1,6 @@
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import type { Role } from '../db/entities.js';
+import type { ScoreInput } from './score.js';
 
 /** The per-IP aggregate, maintained on write: a lookup never scans the reports. */
 export interface IpAggregate {
@@ -56,6 +57,12 @@ function toAggregate(row: AggregateRow): IpAggregate {
     whitelisted: row.whitelisted,
     positiveFeedback: row.positive_feedback ?? 0,
   };
+}
+
+/** A reported address as a bulk check reads it: the inputs of its score and the answer's fields. */
+export interface CheckedAddress extends ScoreInput {
+  ip: string;
+  categories: number[];
 }
 
 export interface ReportRecord {
@@ -116,18 +123,35 @@ export class ReputationRepository {
     return toAggregate(rows[0]!);
   }
 
-  /** The aggregates of many addresses in one query, in the order given. */
-  async findMany(ips: string[]): Promise<IpAggregate[]> {
-    const { rows } = await this.pool.query<AggregateRow>({
-      name: 'ip-aggregates',
-      text: `select q.ip, ${AGGREGATE_COLUMNS},
-                    exists (select 1 from whitelist w where w.range >>= q.ip::inet) as whitelisted
-               from unnest($1::text[]) with ordinality as q(ip, n)
-               left join ip_stats s on s.ip = q.ip
-              order by q.n`,
-      values: [ips],
+  /**
+   * The reported addresses among `ips` (canonical texts), in one query: an index probe per
+   * address, only the columns a bulk check answers with, named as the score takes them. The
+   * addresses go as one string (no address holds a comma) and the time and categories come as a number and JSON, which
+   * the driver reads without its per-element escaping and parsing.
+   */
+  async findReported(ips: string[]): Promise<CheckedAddress[]> {
+    const { rows } = await this.pool.query<Omit<CheckedAddress, 'lastReportedAt'> & { lastReportedMs: number }>({
+      name: 'ip-checked',
+      text: `select s.ip, s.total_reports as "reportCount", s.unique_reporters as "uniqueReporters",
+                    s.honeypot_reports as "honeypotReports", s.decay_sum as "decaySum",
+                    floor(extract(epoch from s.last_reported_at) * 1000)::float8 as "lastReportedMs",
+                    s.max_severity as "maxSeverity", s.positive_feedback as "positiveFeedback", to_json(s.categories) as categories,
+                    exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+               from ip_stats s where s.ip = any(string_to_array($1, ','))`,
+      values: [ips.join(',')],
     });
-    return rows.map(toAggregate);
+    return rows.map((r) => ({
+      ip: r.ip,
+      reportCount: r.reportCount,
+      uniqueReporters: r.uniqueReporters,
+      honeypotReports: r.honeypotReports,
+      decaySum: r.decaySum,
+      lastReportedAt: new Date(r.lastReportedMs),
+      maxSeverity: r.maxSeverity,
+      whitelisted: r.whitelisted,
+      positiveFeedback: r.positiveFeedback,
+      categories: r.categories,
+    }));
   }
 
   /**
@@ -511,18 +535,19 @@ export class ReputationRepository {
     }
     // Sorted keys: concurrent transactions lock the shared rows in the same order.
     const categories = [...activity.keys()].sort((a, b) => a - b);
+    // The same counts per hour, per day and all time (category 0 counting all): one statement.
+    const day = new Date(Math.floor(now.getTime() / 86_400_000) * 86_400_000);
     await client.query(
-      `insert into activity_hourly (hour, category, reports, new_ips)
-       select $1, v.category, v.reports, v.new_ips from unnest($2::smallint[], $3::int[], $4::int[]) as v(category, reports, new_ips)
-       on conflict (hour, category) do update set
-         reports = activity_hourly.reports + excluded.reports, new_ips = activity_hourly.new_ips + excluded.new_ips`,
-      [hour, categories, categories.map((c) => activity.get(c)!.reports), categories.map((c) => activity.get(c)!.newIps)],
-    );
-    await client.query(
-      `insert into category_totals (category, reports)
-       select * from unnest($1::smallint[], $2::bigint[])
-       on conflict (category) do update set reports = category_totals.reports + excluded.reports`,
-      [categories.filter((c) => c !== 0), categories.filter((c) => c !== 0).map((c) => activity.get(c)!.reports)],
+      `with v as (select * from unnest($3::smallint[], $4::int[], $5::int[]) as v(category, reports, new_ips)),
+       hourly as (
+         insert into activity_hourly as a (hour, category, reports, new_ips) select $1, * from v
+         on conflict (hour, category) do update set reports = a.reports + excluded.reports, new_ips = a.new_ips + excluded.new_ips),
+       daily as (
+         insert into activity_daily as a (day, category, reports, new_ips) select $2, * from v
+         on conflict (day, category) do update set reports = a.reports + excluded.reports, new_ips = a.new_ips + excluded.new_ips)
+       insert into category_totals as a (category, reports, new_ips) select * from v
+       on conflict (category) do update set reports = a.reports + excluded.reports, new_ips = a.new_ips + excluded.new_ips`,
+      [hour, day, categories, categories.map((c) => activity.get(c)!.reports), categories.map((c) => activity.get(c)!.newIps)],
     );
     if (countries.size) {
       const codes = [...countries.keys()].sort();

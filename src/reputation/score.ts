@@ -86,25 +86,66 @@ const CAPS: Record<ConstraintCode, ConstraintReason> = {
 
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
+// The terms of the score, one function each: computeScore shows them, confidenceScorer only sums
+// them. Terms of small integers come from tables computed once by the same formulas.
+const diversityOf = (reporters: number) => (reporters > 1 ? 100 * (1 - Math.exp(-(reporters - 1) / 4)) : 0);
+const severityOf = (maxSeverity: number) => (maxSeverity > 0 ? 0.6 + 0.04 * Math.min(10, maxSeverity) : 0);
+const feedbackOf = (feedback: number) => FEEDBACK_FACTOR ** Math.min(FEEDBACK_MAX, Math.max(0, feedback));
+const DIVERSITY = Array.from({ length: 64 }, (_, n) => diversityOf(n));
+const SEVERITY = Array.from({ length: 11 }, (_, n) => severityOf(n));
+const FEEDBACK = Array.from({ length: FEEDBACK_MAX + 1 }, (_, n) => feedbackOf(n));
+const fromTable = (table: number[], of: (n: number) => number, n: number) => table[n] ?? of(n);
+
+const reportScoreOf = (effective: number) => 100 * (1 - Math.exp(-effective / 6));
+const recencyOf = (hoursSinceLast: number) => 0.5 + 0.5 * Math.exp(-hoursSinceLast / 168);
+const honeypotOf = (honeypotReports: number) => Math.min(15, 5 * honeypotReports);
+/** The lowest cap that applies (CAPS). */
+const maxConfidenceOf = (input: ScoreInput) =>
+  input.whitelisted ? CAPS.whitelisted.cap : input.uniqueReporters === 1 ? CAPS.single_reporter.cap : input.uniqueReporters === 2 ? CAPS.two_reporters.cap : 100;
+const combine = (reportScore: number, diversity: number, recency: number, severity: number, honeypot: number, feedback: number, maxConfidence: number) =>
+  Math.round(Math.max(0, Math.min(((0.65 * reportScore + 0.35 * diversity) * recency * severity + honeypot) * feedback, maxConfidence, 100)));
+
+/**
+ * The abuse confidence percentage at `now`, for many aggregates in a tight loop (bulk checks,
+ * the blacklist): computeScore's number without its breakdown, and without an allocation.
+ */
+export function confidenceScorer(now: Date): (input: ScoreInput) => number {
+  const nowMs = now.getTime();
+  const decay = effectiveReports(1, now);
+  return (input) => {
+    if (!(input.reportCount > 0 && input.lastReportedAt !== null)) return 0;
+    const effective = Math.min(input.reportCount, input.decaySum * decay);
+    const hoursSinceLast = Math.max(0, nowMs - input.lastReportedAt.getTime()) / 3_600_000;
+    return combine(
+      reportScoreOf(effective),
+      fromTable(DIVERSITY, diversityOf, input.uniqueReporters),
+      recencyOf(hoursSinceLast),
+      fromTable(SEVERITY, severityOf, input.maxSeverity),
+      honeypotOf(input.honeypotReports),
+      fromTable(FEEDBACK, feedbackOf, input.positiveFeedback),
+      maxConfidenceOf(input),
+    );
+  };
+}
+
 export function computeScore(input: ScoreInput, now: Date): Score {
   const reasons: ConstraintReason[] = [];
   if (input.whitelisted) reasons.push(CAPS.whitelisted);
   if (input.uniqueReporters === 1) reasons.push(CAPS.single_reporter);
   if (input.uniqueReporters === 2) reasons.push(CAPS.two_reporters);
-  const maxConfidence = Math.min(100, ...reasons.map((r) => r.cap));
+  const maxConfidence = maxConfidenceOf(input);
 
   const hasReports = input.reportCount > 0 && input.lastReportedAt !== null;
   // A report stamped a little in the future (clock skew between writers) weighs as a new one.
   const effective = hasReports ? Math.min(input.reportCount, effectiveReports(input.decaySum, now)) : 0;
-  const reportScore = 100 * (1 - Math.exp(-effective / 6));
-  const diversityScore = input.uniqueReporters > 1 ? 100 * (1 - Math.exp(-(input.uniqueReporters - 1) / 4)) : 0;
+  const reportScore = reportScoreOf(effective);
+  const diversityScore = diversityOf(input.uniqueReporters);
   const hoursSinceLast = hasReports ? Math.max(0, now.getTime() - input.lastReportedAt!.getTime()) / 3_600_000 : 0;
-  const recencyWeight = hasReports ? 0.5 + 0.5 * Math.exp(-hoursSinceLast / 168) : 0;
-  const severityWeight = hasReports && input.maxSeverity > 0 ? 0.6 + 0.04 * Math.min(10, input.maxSeverity) : 0;
-  const honeypotBonus = Math.min(15, 5 * input.honeypotReports);
-  const feedbackWeight = FEEDBACK_FACTOR ** Math.min(FEEDBACK_MAX, Math.max(0, input.positiveFeedback));
-  const raw = ((0.65 * reportScore + 0.35 * diversityScore) * recencyWeight * severityWeight + honeypotBonus) * feedbackWeight;
-  const score = hasReports ? Math.round(Math.max(0, Math.min(raw, maxConfidence, 100))) : 0;
+  const recencyWeight = hasReports ? recencyOf(hoursSinceLast) : 0;
+  const severityWeight = hasReports ? severityOf(input.maxSeverity) : 0;
+  const honeypotBonus = honeypotOf(input.honeypotReports);
+  const feedbackWeight = feedbackOf(input.positiveFeedback);
+  const score = hasReports ? combine(reportScore, diversityScore, recencyWeight, severityWeight, honeypotBonus, feedbackWeight, maxConfidence) : 0;
 
   return {
     abuseConfidencePercentage: score,

@@ -10,7 +10,7 @@ import type { ChargeResult, Meter, Subject } from '../keys/usage.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
-import { computeScore, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
+import { computeScore, confidenceScorer, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 /**
  * Charges the operation's daily counter, or throws 429 (see http/metering.ts). `claim`: the same
@@ -219,14 +219,15 @@ export class ReputationService {
       }
     }
     await charge(ips.length); // none valid: 0 units, which still gives the response its rate-limit headers
-    const aggregates = ips.length ? await this.repository.findMany(ips) : [];
-    const results = aggregates.map((a) => ({
-      ip: a.ip,
-      abuseConfidencePercentage: this.score(a).abuseConfidencePercentage,
-      totalReports: a.totalReports,
-      lastReportedAt: a.lastReportedAt?.toISOString() ?? null,
-      categories: a.categories,
-    }));
+    const reported = ips.length ? await this.repository.findReported(ips) : [];
+    const byIp = new Map(reported.map((a) => [a.ip, a]));
+    const score = confidenceScorer(this.clock.now());
+    const results = ips.map((ip) => {
+      const a = byIp.get(ip);
+      return a
+        ? { ip, abuseConfidencePercentage: score(a), totalReports: a.reportCount, lastReportedAt: a.lastReportedAt?.toISOString() ?? null, categories: a.categories }
+        : { ip, abuseConfidencePercentage: 0, totalReports: 0, lastReportedAt: null, categories: [] };
+    });
     return { results, checked: results.length, invalid };
   }
 

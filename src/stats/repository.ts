@@ -1,42 +1,68 @@
 import type { Queryable } from '../db/pool.js';
 
+const DAY = 86_400_000;
+/** The first UTC midnight at or after `t`: a window from `t` reads hours up to it, then days. */
+const dayAfter = (t: Date) => new Date(Math.ceil(t.getTime() / DAY) * DAY);
+
 /**
- * Reads of the statistics rollups that reports maintain (activity per hour and category,
- * totals per category and country, connections between countries per hour), and of the keys
- * for the service's key count. Never a scan of the reports.
+ * The activity rows since the hour `from`, as rows of (category, reports, new_ips): the hourly
+ * rollup up to the next midnight (`day`, see dayAfter), the daily rollup from there. `where`
+ * narrows both.
+ */
+const activityFrom = (from: string, day: string, where: string) => `(
+  select category, reports, new_ips from activity_hourly where hour >= ${from} and hour < ${day} and ${where}
+  union all
+  select category, reports, new_ips from activity_daily where day >= ${day} and ${where})`;
+
+export interface Activity {
+  reports: number;
+  new_ips: number;
+}
+
+/**
+ * Reads of the statistics rollups that reports maintain (activity per hour, per day and all
+ * time per category, totals per country, connections between countries per hour), and of
+ * the keys for the service's key count. Never a scan of the reports: a window reads its
+ * partial first day by hour and its whole days by day.
  */
 export class StatsRepository {
   constructor(private readonly db: Queryable) {}
 
-  /** Reports and newly reported addresses (all categories) since `from`, or ever. */
-  async activitySince(from: Date | null): Promise<{ reports: number; new_ips: number }> {
-    const { rows } = await this.db.query<{ reports: number; new_ips: number }>({
-      name: 'activity-since',
-      text: `select coalesce(sum(reports), 0)::int as reports, coalesce(sum(new_ips), 0)::int as new_ips
-               from activity_hourly where category = 0 and ($1::timestamptz is null or hour >= $1)`,
-      values: [from],
+  /** Reports and newly reported addresses (all categories) ever, and since each hour of `since`, in one statement. */
+  async activity(since: Date[]): Promise<{ all: Activity; since: Activity[] }> {
+    const { rows } = await this.db.query<Activity & { n: number }>({
+      name: 'activity-windows',
+      text: `select 0 as n, reports::int as reports, new_ips::int as new_ips from category_totals where category = 0
+             union all
+             select w.n::int, coalesce(sum(a.reports), 0)::int, coalesce(sum(a.new_ips), 0)::int
+               from unnest($1::timestamptz[], $2::timestamptz[]) with ordinality as w(f, d, n)
+               left join lateral ${activityFrom('w.f', 'w.d', 'category = 0')} a on true
+              group by w.n`,
+      values: [since, since.map(dayAfter)],
     });
-    return rows[0]!;
+    const byN = new Map(rows.map((r) => [r.n, { reports: r.reports, new_ips: r.new_ips }]));
+    const none = { reports: 0, new_ips: 0 };
+    return { all: byN.get(0) ?? none, since: since.map((_, i) => byN.get(i + 1) ?? none) };
   }
 
-  /** Reports per category, most first: all time from the totals, or since `from` from the hourly rollup. */
+  /** Reports per category, most first: all time from the totals, or since the hour `from`. */
   async categoryCounts(from: Date | null, limit: number | null, only: number | null): Promise<{ category: number; count: number }[]> {
     const { rows } =
       from === null
         ? await this.db.query<{ category: number; count: number }>({
             name: 'category-totals',
             text: `select category, reports::int as count from category_totals
-                    where reports > 0 and ($2::smallint is null or category = $2)
+                    where category <> 0 and reports > 0 and ($2::smallint is null or category = $2)
                     order by count desc, category limit $1`,
             values: [limit, only],
           })
         : await this.db.query<{ category: number; count: number }>({
             name: 'category-counts',
-            text: `select category, sum(reports)::int as count from activity_hourly
-                    where category <> 0 and hour >= $1 and ($3::smallint is null or category = $3)
+            text: `select category, sum(reports)::int as count
+                     from ${activityFrom('$1', '$2', 'category <> 0 and ($4::smallint is null or category = $4)')} a
                     group by category having sum(reports) > 0
-                    order by count desc, category limit $2`,
-            values: [from, limit, only],
+                    order by count desc, category limit $3`,
+            values: [from, dayAfter(from), limit, only],
           });
     return rows;
   }
@@ -70,17 +96,21 @@ export class StatsRepository {
     return rows[0]!.count;
   }
 
-  /** Reports and new addresses per bucket (`step`: an interval) from `first`, one category or all. */
-  async buckets(first: Date, step: '1 hour' | '1 day', category: number | null): Promise<{ bucket: Date; reports: number; new_ips: number }[]> {
-    const { rows } = await this.db.query<{ bucket: Date; reports: number; new_ips: number }>({
-      name: 'trend-buckets',
-      text: `select date_bin($3::interval, hour, $1::timestamptz) as bucket,
-                    sum(reports)::int as reports, sum(new_ips)::int as new_ips
-               from activity_hourly
-              where hour >= $1 and category = coalesce($2::smallint, 0)
-              group by 1`,
-      values: [first, category, step],
-    });
+  /** Reports and new addresses per hour (from the hour `first`) or per day (from the day `first`), one category or all. */
+  async buckets(first: Date, step: 'hour' | 'day', category: number | null): Promise<{ bucket: Date; reports: number; new_ips: number }[]> {
+    const { rows } = await this.db.query<{ bucket: Date; reports: number; new_ips: number }>(
+      step === 'hour'
+        ? {
+            name: 'trend-hours',
+            text: 'select hour as bucket, reports, new_ips from activity_hourly where hour >= $1 and category = coalesce($2::smallint, 0)',
+            values: [first, category],
+          }
+        : {
+            name: 'trend-days',
+            text: 'select day as bucket, reports, new_ips from activity_daily where day >= $1 and category = coalesce($2::smallint, 0)',
+            values: [first, category],
+          },
+    );
     return rows;
   }
 

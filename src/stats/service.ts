@@ -27,8 +27,8 @@ export function countryName(code: string): string {
 export type Period = '24h' | '7d' | '30d';
 
 /**
- * Statistics read from the rollups that reports maintain (activity per hour and category,
- * totals per country, connections per hour) and from the blacklist snapshot: never from a
+ * Statistics read from the rollups that reports maintain (activity per hour, per day and all
+ * time per category, totals per country, connections per hour) and from the blacklist snapshot: never from a
  * scan of the reports.
  */
 export class StatsService {
@@ -51,18 +51,17 @@ export class StatsService {
   /** GET /stats-public. */
   async publicStats() {
     const now = this.clock.now().getTime();
-    const [all, day, week, categoryBreakdown, countries] = await Promise.all([
-      this.stats.activitySince(null),
-      this.stats.activitySince(new Date(floorHour(now - DAY))),
-      this.stats.activitySince(new Date(floorHour(now - 7 * DAY))),
+    const [activity, categoryBreakdown, countries] = await Promise.all([
+      this.stats.activity([new Date(floorHour(now - DAY)), new Date(floorHour(now - 7 * DAY))]),
       this.categoryCounts(null, null, null),
       this.stats.topCountriesByAddresses(TOP_COUNTRIES),
     ]);
+    const { all, since: [day, week] } = activity;
     return {
       totalIPs: all.new_ips,
       totalReports: all.reports,
-      last24h: { newIPs: day.new_ips, newReports: day.reports },
-      last7d: { newIPs: week.new_ips, newReports: week.reports },
+      last24h: { newIPs: day!.new_ips, newReports: day!.reports },
+      last7d: { newIPs: week!.new_ips, newReports: week!.reports },
       categoryBreakdown,
       topCountries: countries,
     };
@@ -71,11 +70,11 @@ export class StatsService {
   /** GET /statistics. */
   async statistics() {
     const today = new Date(floorDay(this.clock.now().getTime()));
-    const [all, day, keys] = await Promise.all([this.stats.activitySince(null), this.stats.activitySince(today), this.stats.activeKeys()]);
+    const [{ all, since: [day] }, keys] = await Promise.all([this.stats.activity([today]), this.stats.activeKeys()]);
     return {
       total_ips: all.new_ips,
       total_reports: all.reports,
-      reports_today: day.reports,
+      reports_today: day!.reports,
       active_api_keys: keys,
     };
   }
@@ -100,7 +99,7 @@ export class StatsService {
     const last = hourly ? floorHour(now) : floorDay(now);
     const first = last - (buckets - 1) * step;
     const [rows, topCategories] = await Promise.all([
-      this.stats.buckets(new Date(first), hourly ? '1 hour' : '1 day', category ?? null),
+      this.stats.buckets(new Date(first), hourly ? 'hour' : 'day', category ?? null),
       this.categoryCounts(new Date(first), 5, category ?? null),
     ]);
     const byBucket = new Map(rows.map((r) => [r.bucket.getTime(), r]));
@@ -127,11 +126,10 @@ export class StatsService {
   }
 
   private async buildAttackMap(now: number) {
-    const [countries, threat, all, today, connections] = await Promise.all([
+    const [countries, threat, { all, since: [today] }, connections] = await Promise.all([
       this.stats.topCountriesByReports(MAP_COUNTRIES),
       this.snapshots.countryThreat(),
-      this.stats.activitySince(null),
-      this.stats.activitySince(new Date(floorDay(now))),
+      this.stats.activity([new Date(floorDay(now))]),
       this.stats.connections(new Date(floorHour(now - DAY)), MAP_CONNECTIONS),
     ]);
     const country_data: Record<string, { count: number; avgThreat: number }> = {};
@@ -157,7 +155,7 @@ export class StatsService {
       total_reports: all.reports,
       max_reports: countries[0]?.reports ?? 0,
       recent_attacks,
-      today_logs: today.reports,
+      today_logs: today!.reports,
     };
   }
 }

@@ -229,7 +229,10 @@ describe('POST /bulk-check', () => {
     const known = res.body.data.results.find((r: any) => r.ip === '8.8.8.20');
     expect(Object.keys(known).sort()).toEqual(['abuseConfidencePercentage', 'categories', 'ip', 'lastReportedAt', 'totalReports']);
     expect(known.totalReports).toBe(1);
-    expect(await usage(key)).toMatchObject({ checksToday: 998 });
+    const single = (await api('/check?ip=8.8.8.20', { key })).body.data;
+    expect(known).toEqual({ ip: '8.8.8.20', abuseConfidencePercentage: single.abuseConfidencePercentage, totalReports: 1, lastReportedAt: single.lastReportedAt, categories: [14] });
+    expect(res.body.data.results.map((r: any) => r.ip)).toEqual([...ips.slice(0, 997), '8.8.8.20']); // the order of the request
+    expect(await usage(key)).toMatchObject({ checksToday: 999 }); // and the single check
   });
 
   it('refuses more than 1,000 addresses with 400', async () => {

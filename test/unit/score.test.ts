@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { computeScore, decayContribution, effectiveReports, type ScoreInput } from '../../src/reputation/score.js';
+import { computeScore, confidenceScorer, decayContribution, effectiveReports, type ScoreInput } from '../../src/reputation/score.js';
 
 const NOW = new Date('2026-06-15T12:00:00Z');
 const DAY = 86_400_000;
@@ -47,6 +47,20 @@ const arbitraryIp = fc.record({
 const score = (i: ScoreInput) => computeScore(i, NOW).abuseConfidencePercentage;
 
 describe('the abuse confidence score', () => {
+  it('is the same number from the bulk scorer as from computeScore', () => {
+    const bulk = confidenceScorer(NOW);
+    fc.assert(
+      fc.property(arbitraryIp, fc.boolean(), fc.integer({ min: 0, max: 8 }), fc.integer({ min: -30, max: 30 }), (o, whitelisted, feedback, skewDays) => {
+        const i = input({ ...o, whitelisted, feedback, ageDays: Math.max(-1, o.ageDays + skewDays) });
+        expect(bulk(i)).toBe(score(i));
+      }),
+      { numRuns: 2000 },
+    );
+    for (const i of [input({ count: 0, reporters: 0 }), input({ count: 3, reporters: 1, severity: 0 }), input({ count: 2, reporters: 2, severity: 12 })]) {
+      expect(bulk(i)).toBe(score(i));
+    }
+  });
+
   it('is an integer from 0 to 100 with every breakdown value in range', () => {
     fc.assert(
       fc.property(arbitraryIp, fc.boolean(), (o, whitelisted) => {

@@ -13,12 +13,23 @@ export interface ActivityHour {
   newIps: number;
 }
 
-/** All-time reports per category. */
-export interface CategoryTotal {
-  [PrimaryKeyProp]?: 'category';
-  [OptionalProps]?: 'reports';
+/** Report submissions and newly reported addresses per UTC day and category; category 0 counts all. */
+export interface ActivityDay {
+  [PrimaryKeyProp]?: ['day', 'category'];
+  [OptionalProps]?: 'reports' | 'newIps';
+  day: Date;
   category: number;
   reports: number;
+  newIps: number;
+}
+
+/** All-time report submissions and newly reported addresses per category; category 0 counts all. */
+export interface CategoryTotal {
+  [PrimaryKeyProp]?: 'category';
+  [OptionalProps]?: 'reports' | 'newIps';
+  category: number;
+  reports: number;
+  newIps: number;
 }
 
 /** Reported addresses and submissions per country of the reported address. */
@@ -52,12 +63,24 @@ export const ActivityHourEntity = new EntitySchema<ActivityHour>({
   },
 });
 
+export const ActivityDayEntity = new EntitySchema<ActivityDay>({
+  name: 'ActivityDay',
+  tableName: 'activity_daily',
+  properties: {
+    day: { type: 'Date', primary: true },
+    category: { type: 'smallint', primary: true },
+    reports: { type: 'integer', default: 0 },
+    newIps: { type: 'integer', fieldName: 'new_ips', default: 0 },
+  },
+});
+
 export const CategoryTotalEntity = new EntitySchema<CategoryTotal>({
   name: 'CategoryTotal',
   tableName: 'category_totals',
   properties: {
     category: { type: 'smallint', primary: true, autoincrement: false },
     reports: { type: bigintNumber(), default: 0 },
+    newIps: { type: bigintNumber(), fieldName: 'new_ips', default: 0 },
   },
 });
 
@@ -83,4 +106,4 @@ export const ConnectionsHourEntity = new EntitySchema<ConnectionsHour>({
   },
 });
 
-export const statisticsEntities = [ActivityHourEntity, CategoryTotalEntity, CountryTotalEntity, ConnectionsHourEntity];
+export const statisticsEntities = [ActivityHourEntity, ActivityDayEntity, CategoryTotalEntity, CountryTotalEntity, ConnectionsHourEntity];

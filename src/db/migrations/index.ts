@@ -15,6 +15,7 @@ import { Migration20261126000100FeedbackCounter } from './Migration2026112600010
 import { Migration20261126100000BundlePurchases } from './Migration20261126100000BundlePurchases.js';
 import { Migration20261126110000SessionFlash } from './Migration20261126110000SessionFlash.js';
 import { Migration20261126120000SenderNameBound } from './Migration20261126120000SenderNameBound.js';
+import { Migration20261127000000DailyRollups } from './Migration20261127000000DailyRollups.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -34,4 +35,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126100000BundlePurchases', class: Migration20261126100000BundlePurchases },
   { name: 'Migration20261126110000SessionFlash', class: Migration20261126110000SessionFlash },
   { name: 'Migration20261126120000SenderNameBound', class: Migration20261126120000SenderNameBound },
+  { name: 'Migration20261127000000DailyRollups', class: Migration20261127000000DailyRollups },
 ];
