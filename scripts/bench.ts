@@ -48,6 +48,9 @@ const dbName = quick ? `trs_bench_quick_${randomBytes(4).toString('hex')}` : 'tr
 const url = process.env.BENCH_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${dbName}`;
 const dropAfterwards = quick && !process.env.BENCH_DATABASE_URL;
 
+/** The server runs with the container's NODE_OPTIONS (its heap limit), read from the Dockerfile. */
+const NODE_OPTIONS = /^ENV NODE_OPTIONS=(.+)$/m.exec(readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8'))?.[1] ?? '';
+
 interface Row {
   scenario: string;
   connections: number;
@@ -216,6 +219,7 @@ async function main(): Promise<void> {
   const smtp = await startSmtp();
   const ports = { app: 18_081, app2: 18_082, http: 18_083, express: 18_084 };
   const appEnv = (port: number, extra: Record<string, string> = {}) => ({
+    NODE_OPTIONS: NODE_OPTIONS,
     PORT: String(port),
     HOST: '127.0.0.1',
     DATABASE_URL: url,
@@ -369,7 +373,7 @@ function render(m: {
   const lines = [
     `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ${Math.round(totalmem() / 2 ** 30)} GiB,`,
     `Node ${process.version}; ${IPS.toLocaleString('en')} addresses and ${REPORTS.toLocaleString('en')} reports; ${DURATION} s per run;`,
-    'server, baselines, PostgreSQL and autocannon share the machine.',
+    `server (NODE_ENV=production${NODE_OPTIONS ? `, NODE_OPTIONS=${NODE_OPTIONS}` : ''}), baselines, PostgreSQL and autocannon share the machine.`,
     '',
     '| Scenario | Conn. | req/s | p50 ms | p99 ms | × node:http | × Express | Errors |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
