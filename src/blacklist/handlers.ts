@@ -27,7 +27,9 @@ export async function sendBlacklist(res: Response, list: BlacklistService, param
   }
   const { contentType, body } = await answer.open();
   res.status(200).setHeader('Content-Type', contentType);
-  await pipeline(Readable.from(body), res);
+  // A kept list goes out as it is, encoded once; one being read streams.
+  if (Buffer.isBuffer(body)) res.end(body);
+  else await pipeline(Readable.from(body), res);
 }
 
 export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSnapshots): Handlers {

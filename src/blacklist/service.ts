@@ -49,25 +49,26 @@ const CSV_HEADER = 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,cat
  */
 export interface ListAnswer {
   etag: string;
-  open(): Promise<{ contentType: string; body: AsyncGenerator<string> }>;
+  /** The body: rendered whole (a kept list) or as it is read. */
+  open(): Promise<{ contentType: string; body: Buffer | AsyncGenerator<string> }>;
 }
 
 /**
- * Rendered lists by ETag, up to `totalMax` characters (one byte each: the lists are ASCII).
+ * Rendered lists by ETag, encoded once, up to `totalMax` bytes.
  * Firewalls poll the same few lists, so each is rendered once per snapshot and process; a list
  * over `entryMax` is always streamed and never held.
  */
 class RenderedLists {
   private static readonly ENTRY_MAX = 4 * 1024 * 1024;
   readonly entryMax: number;
-  private readonly lists = new Map<string, string>();
+  private readonly lists = new Map<string, Buffer>();
   private size = 0;
 
   constructor(private readonly totalMax: number) {
     this.entryMax = Math.min(RenderedLists.ENTRY_MAX, totalMax);
   }
 
-  get(etag: string): string | undefined {
+  get(etag: string): Buffer | undefined {
     const body = this.lists.get(etag);
     if (body !== undefined) {
       this.lists.delete(etag);
@@ -76,8 +77,8 @@ class RenderedLists {
     return body;
   }
 
-  set(etag: string, body: string): void {
-    if (body.length > this.entryMax || this.lists.has(etag)) return;
+  set(etag: string, body: Buffer): void {
+    if (body.byteLength > this.entryMax || this.lists.has(etag)) return;
     this.lists.set(etag, body);
     this.size += body.length;
     for (const [oldest, old] of this.lists) {
@@ -194,7 +195,7 @@ export class BlacklistService {
         const key = base ? `${etag}<${base.id}` : etag;
         const contentType = contentTypeOf(query.format);
         const cached = head.id ? this.rendered.get(key) : undefined;
-        if (cached !== undefined) return { contentType, body: (async function* () { yield cached; })() };
+        if (cached !== undefined) return { contentType, body: cached };
         const body = chunked(base ? this.renderDelta(base, head, query, etag) : this.render(head, query));
         return { contentType, body: head.id ? this.keep(key, body) : body };
       },
@@ -221,7 +222,7 @@ export class BlacklistService {
       }
       yield chunk;
     }
-    if (kept) this.rendered.set(key, kept.join(''));
+    if (kept) this.rendered.set(key, Buffer.from(kept.join('')));
   }
 
   private filter(query: Query): EntryFilter {
