@@ -6,7 +6,8 @@ import type { Read } from '../db/pool.js';
 import { DomainError } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { addressToBigInt, bigIntToAddress, isPublic, parseAddress, parseNetwork } from '../address.js';
-import { categoryIds, NETWORK_ADDRESSES_MAX, type Charge, type CsvLine, type ReputationService } from '../reputation/service.js';
+import type { Charge } from '../keys/usage.js';
+import { categoryIds, NETWORK_ADDRESSES_MAX, type CsvLine, type ReputationService } from '../reputation/service.js';
 
 /**
  * AbuseIPDB's API v2 over this server's services: the same checks, reports, list and quotas,

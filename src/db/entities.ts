@@ -1,11 +1,4 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { accountsEntities } from './entities/accounts.js';
-import { blacklistEntities } from './entities/blacklist.js';
-import { keysEntities } from './entities/keys.js';
-import { notificationsEntities } from './entities/notifications.js';
-import { relayEntities } from './entities/relay.js';
-import { reputationEntities } from './entities/reputation.js';
-import { statisticsEntities } from './entities/statistics.js';
 
 export const ROLES = ['free', 'contributor', 'professional', 'business', 'enterprise', 'honeypot'] as const;
 export type Role = (typeof ROLES)[number];
@@ -98,22 +91,3 @@ export const ThreatCategoryEntity = new EntitySchema<ThreatCategory>({
     enabled: { type: 'boolean', default: true },
   },
 });
-
-/**
- * Every table of the schema, each mapped once (test/integration/entities.test.ts compares them
- * with the migrated database). The aggregates' files under entities/ name Account and ApiKey by
- * entity name in their relations and import only their types: importing the values back from
- * here would make an import cycle that fails whichever file a process happens to load first.
- */
-export const entities = [
-  AccountEntity,
-  ApiKeyEntity,
-  ThreatCategoryEntity,
-  ...reputationEntities,
-  ...statisticsEntities,
-  ...blacklistEntities,
-  ...keysEntities,
-  ...relayEntities,
-  ...accountsEntities,
-  ...notificationsEntities,
-];

@@ -1,12 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
-import type { ChargeResult, CounterState, Meter, Subject } from '../keys/usage.js';
+import type { Charge, ChargeResult, CounterState, Meter, Subject } from '../keys/usage.js';
 import type { Counter } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
 import type { Queryable, Read, Statement } from '../db/pool.js';
-import type { Charge } from '../reputation/service.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {

@@ -4,6 +4,16 @@ import type { Queryable, Statement } from '../db/pool.js';
 import type { Caller } from './keys.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
+/**
+ * Charges the operation's daily counter, or throws 429 (see http/metering.ts). `claim`: the same
+ * charge as data, for a batch that charges many requests in one statement (Meter.chargeMany) and
+ * then settles each with its outcome (its headers, or its 429).
+ */
+export interface Charge {
+  (units: number, db?: Queryable): Promise<void>;
+  claim?: { subject: Subject; counter: Counter; settle(result: ChargeResult): void };
+}
+
 /** Who a counter belongs to: an account (all its keys share it) or a public source address. */
 export type Subject = { caller: Caller } | { sourceIp: string };
 

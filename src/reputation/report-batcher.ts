@@ -1,8 +1,7 @@
 import type { Queryable } from '../db/pool.js';
-import type { ChargeResult, Subject } from '../keys/usage.js';
+import type { Charge, ChargeResult, Subject } from '../keys/usage.js';
 import type { Counter } from '../keys/roles.js';
 import type { NewReport, Reporter, StoredReport } from './repository.js';
-import type { Charge } from './service.js';
 
 /** How long POST /report's group commit gathers reports, and how many it writes at most at once. */
 export interface ReportBatching {

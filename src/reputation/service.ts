@@ -5,22 +5,12 @@ import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { DomainError, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
-import type { Counter } from '../keys/roles.js';
-import type { ChargeResult, Meter, Subject } from '../keys/usage.js';
+import type { Charge, Meter } from '../keys/usage.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
 import { computeScore, confidenceScorer, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
-/**
- * Charges the operation's daily counter, or throws 429 (see http/metering.ts). `claim`: the same
- * charge as data, for a batch that charges many requests in one statement (Meter.chargeMany) and
- * then settles each with its outcome (its headers, or its 429).
- */
-export interface Charge {
-  (units: number, db?: Queryable): Promise<void>;
-  claim?: { subject: Subject; counter: Counter; settle(result: ChargeResult): void };
-}
 
 export const COMMENT_MAX = 1024;
 export const BULK_REPORT_MAX_LINES = 10_000;
