@@ -124,10 +124,12 @@ describe('WORKERS=2: stopping', () => {
     const logs = s.lines();
     expect(logs.filter((l) => l.msg.startsWith('second signal'))).toEqual([]);
     // A client fails only once a worker stopped accepting, after the drain: refused at connect,
-    // or reset while its connection waited to be handed to a worker when the listener closed.
+    // or reset (or closed with a FIN: undici's UND_ERR_SOCKET, seen once on a loaded machine)
+    // while its connection waited to be handed to a worker when the listener closed. Such a
+    // request was never processed: processed = answered is checked below.
     const closedAt = Math.min(...logs.filter((l) => l.msg === 'stopping: no new connections, finishing in-flight requests').map((l) => l.time));
     expect(closedAt - signalledAt).toBeGreaterThanOrEqual(1_900);
-    expect(failed.filter((f) => f.at < closedAt || !['ECONNREFUSED', 'ECONNRESET'].includes(f.code))).toEqual([]);
+    expect(failed.filter((f) => f.at < closedAt || !['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET'].includes(f.code))).toEqual([]);
     expect(answered.every((a) => a.status === 200)).toBe(true);
     // The workers kept serving through the drain, and each stopped once, cleanly.
     expect(answered.filter((a) => a.at > signalledAt + 1_000).length).toBeGreaterThan(5);
@@ -142,7 +144,7 @@ describe('WORKERS=2: stopping', () => {
     } finally {
       await admin.close();
     }
-    const resets = failed.filter((f) => f.code === 'ECONNRESET').length;
+    const resets = failed.filter((f) => f.code !== 'ECONNREFUSED').length;
     console.log(
       `workers-stop: ${answered.length} requests answered (${answered.filter((a) => a.at > signalledAt).length} after the group SIGTERM), processed = answered, ` +
         `${failed.length - resets} refused and ${resets} reset at the listener's close, none before; exit 0`,
