@@ -154,7 +154,8 @@ export class ReportBatcher {
    */
   private async charge(members: Waiting[], client: Queryable): Promise<Map<Waiting, unknown>> {
     const refusals = new Map<Waiting, unknown>();
-    const claimed = this.chargeMany ? members.filter((m) => m.charge.claim) : [];
+    const isClaim = (m: Waiting) => this.chargeMany !== undefined && m.charge.claim !== undefined;
+    const claimed = members.filter(isClaim);
     if (claimed.length) {
       const results = await this.chargeMany!(claimed.map((m) => ({ subject: m.charge.claim!.subject, counter: m.charge.claim!.counter, units: 1 })), client);
       claimed.forEach((member, i) => {
@@ -165,8 +166,7 @@ export class ReportBatcher {
         }
       });
     }
-    for (const member of members) {
-      if (claimed.includes(member)) continue;
+    for (const member of members.filter((m) => !isClaim(m))) {
       try {
         await member.charge(1, client);
       } catch (err) {
