@@ -164,6 +164,14 @@ const schema = z.object({
 /** `STRIPE_PRICE_SVC_MAIL_BUNDLE_1000=price_…`: the Stripe price of each bundle that is for sale. */
 const STRIPE_PRICE = /^STRIPE_PRICE_(.+)$/;
 
+/** Every environment variable the schema reads (docs/configuration.md documents each; test/unit/docs.test.ts checks). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
+/** Variables read by pattern rather than by name, with the form the documentation gives them. */
+export const CONFIG_VARIABLE_PATTERNS: readonly { pattern: RegExp; documentedAs: string }[] = [
+  { pattern: STRIPE_PRICE, documentedAs: 'STRIPE_PRICE_<BUNDLE_ID>' },
+];
+
 export interface WebConfig {
   signup: SignupMode;
   /** Origin of the links in account mails and of Stripe's return pages; never taken from a request. */

@@ -1,6 +1,6 @@
 /**
  * The abuse confidence score (0-100), as published in the description of GET /check and in
- * the README. Pure: everything it needs is in the per-IP aggregate and the current time.
+ * docs/scoring.md. Pure: everything it needs is in the per-IP aggregate and the current time.
  */
 
 export const HALF_LIFE_DAYS = 14;

@@ -146,7 +146,7 @@ describe('the abuse confidence score', () => {
     });
   });
 
-  it('matches the worked example of the README', () => {
+  it('matches the worked example of docs/scoring.md', () => {
     // 8 submissions by 4 accounts, one of them a honeypot with 2 reports; the newest 2 hours
     // old, the others 1 to 7 days old; highest severity 8 (SQL Injection).
     const ages = [2 / 24, 1, 2, 3, 4, 5, 6, 7];
