@@ -32,6 +32,10 @@ export function isPublicAsn(asn: number): boolean {
   return Number.isInteger(asn) && asn > 0 && asn < 4_200_000_000 && asn !== 23456 && !(asn >= 64496 && asn <= 131071);
 }
 
+/** The first words of a table's binary image: 'TRSA' read as a little- or big-endian word, and the layout's version. */
+const IMAGE_MAGIC = 0x41535254;
+const IMAGE_VERSION = 1;
+
 /** Marks a row without an organisation name in the `orgs` column. */
 const NO_ORG = 0xffffffff;
 
@@ -48,8 +52,8 @@ function compareWords(a: ArrayLike<number>, ai: number, b: ArrayLike<number>, bi
 class RangeSet {
   constructor(
     readonly width: number,
-    private readonly starts: Uint32Array,
-    private readonly ends: Uint32Array,
+    readonly starts: Uint32Array,
+    readonly ends: Uint32Array,
     readonly asns: Uint32Array,
     readonly orgs: Uint32Array,
   ) {}
@@ -84,6 +88,42 @@ export class AsnTable {
     private readonly v6: RangeSet,
     private readonly orgNames: readonly string[],
   ) {}
+
+  /**
+   * The table as one binary image (its columns as they are in memory, the names as JSON), which
+   * {@link AsnTable.fromImage} reads back without parsing a line: the bundled CSVs take about a
+   * second of CPU to parse, an image a few milliseconds to read.
+   */
+  toImage(): Buffer {
+    const names = Buffer.from(JSON.stringify(this.orgNames));
+    const columns = [this.v4, this.v6].flatMap((set) => [set.starts, set.ends, set.asns, set.orgs]);
+    const header = new Uint32Array([IMAGE_MAGIC, IMAGE_VERSION, this.v4.length, this.v6.length, names.length]);
+    return Buffer.concat([header, ...columns, names].map((part) => Buffer.from(part.buffer, part.byteOffset, part.byteLength)));
+  }
+
+  /** Reads an image made by {@link AsnTable.toImage} on a machine of the same byte order; undefined if it is not one. */
+  static fromImage(image: Buffer): AsnTable | undefined {
+    // The columns are viewed in place, which needs 4-byte alignment: a copy when it is not.
+    const bytes = image.byteOffset % 4 === 0 ? image : Buffer.from(image);
+    const words = (offset: number, length: number) => new Uint32Array(bytes.buffer, bytes.byteOffset + offset, length);
+    if (bytes.length < 20) return undefined;
+    const [magic, version, v4Rows, v6Rows, namesLength] = words(0, 5);
+    if (magic !== IMAGE_MAGIC || version !== IMAGE_VERSION) return undefined;
+    let offset = 20;
+    const set = (width: 1 | 4, rows: number) => {
+      const take = (length: number) => {
+        const column = words(offset, length);
+        offset += length * 4;
+        return column;
+      };
+      return new RangeSet(width, take(rows * width), take(rows * width), take(rows), take(rows));
+    };
+    if (bytes.length !== offset + (v4Rows! * 4 + v6Rows! * 10) * 4 + namesLength!) return undefined;
+    const v4 = set(1, v4Rows!);
+    const v6 = set(4, v6Rows!);
+    const names = JSON.parse(bytes.toString('utf8', offset, offset + namesLength!)) as string[];
+    return new AsnTable(v4, v6, names);
+  }
 
   /** The ASN of an address given as 1 (IPv4) or 4 (IPv6) big-endian 32-bit words. */
   lookup(words: readonly number[]): AsnRecord | null {

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import maxmind, { type Reader, type Response } from 'maxmind';
 import { type Address, isTunnel, parsePublicAddress } from '../address.js';
-import { type AsnRecord, type AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
+import { type AsnRecord, AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
 import { silentProgress, type Progress } from '../progress.js';
 
 /**
@@ -94,12 +96,45 @@ const require = createRequire(import.meta.url);
 let bundledAsn: Promise<AsnTable> | undefined;
 const readers = new Map<string, Promise<Reader<Response>>>();
 
+/**
+ * Where a parsed copy of the bundled ASN table is kept between processes: npm's conventional
+ * cache folder inside the `node_modules` the data came from (owned by whoever installed it, so
+ * no other user can plant a table there). Named by the data files' size and time, so an update
+ * of the package makes a new one.
+ */
+async function asnImagePath(files: string[]): Promise<string> {
+  const stats = await Promise.all(files.map((file) => stat(file)));
+  const key = createHash('sha256')
+    .update(JSON.stringify([files, stats.map((s) => [s.size, s.mtimeMs])]))
+    .digest('hex')
+    .slice(0, 16);
+  const nodeModules = path.resolve(path.dirname(require.resolve('@ip-location-db/asn/package.json')), '..', '..');
+  return path.join(nodeModules, '.cache', 'trs', `asn-${key}.bin`);
+}
+
+/**
+ * The bundled ASN table: read from its image when one was made (a few milliseconds), else
+ * parsed from the CSVs (about a second of CPU) and its image written for the next process. An
+ * image that cannot be written (a read-only install) only costs the parse.
+ */
+async function readBundledAsn(progress: Progress): Promise<AsnTable> {
+  const files = [require.resolve('@ip-location-db/asn/asn-ipv4-num.csv'), require.resolve('@ip-location-db/asn/asn-ipv6-num.csv')];
+  const image = await asnImagePath(files).catch(() => undefined);
+  const cached = image ? await readFile(image).then(AsnTable.fromImage, () => undefined) : undefined;
+  if (cached) return cached;
+  const table = await loadAsnTable(files[0]!, files[1]!, progress);
+  if (image) {
+    const partial = `${image}.${process.pid}.tmp`;
+    await mkdir(path.dirname(image), { recursive: true })
+      .then(() => writeFile(partial, table.toImage()))
+      .then(() => rename(partial, image))
+      .catch(() => unlink(partial).catch(() => undefined));
+  }
+  return table;
+}
+
 function bundledAsnTable(progress: Progress): Promise<AsnTable> {
-  bundledAsn ??= loadAsnTable(
-    require.resolve('@ip-location-db/asn/asn-ipv4-num.csv'),
-    require.resolve('@ip-location-db/asn/asn-ipv6-num.csv'),
-    progress,
-  ).catch((err: unknown) => {
+  bundledAsn ??= readBundledAsn(progress).catch((err: unknown) => {
     bundledAsn = undefined;
     throw new Error(`GeoIP: cannot load the bundled ASN data: ${(err as Error).message}`, { cause: err });
   });
