@@ -157,7 +157,7 @@ export function buildApp(deps: AppDeps): Express {
     ...blacklistHandlers(blacklist, snapshots),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
-    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), clock)),
+    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), sites, clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
     ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),

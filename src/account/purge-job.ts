@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
+import { KeySites } from '../keys/sites.js';
 import { AccountRepository } from './repository.js';
 import { AuditTrail } from './audit.js';
 import { Sessions } from './sessions.js';
@@ -16,11 +17,14 @@ export interface Purged {
   links: number;
   throttle: number;
   audit: number;
+  /** key_sites rows of days the dashboard no longer shows (keys/sites.ts KEY_SITES_DAYS). */
+  keySites: number;
 }
 
 /**
  * Deletes what has outlived its use: ended sessions, used or expired links and invites, ended
- * throttle windows, and audit events older than AUDIT_RETENTION_DAYS. Hourly, by whichever
+ * throttle windows, audit events older than AUDIT_RETENTION_DAYS, and the sites keys were used
+ * from on days the dashboard no longer shows (30). Hourly, by whichever
  * process takes the lock; the CLI runs the same purge at once (`accounts purge`).
  */
 export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'>): Promise<Purged | undefined> {
@@ -37,6 +41,7 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebCo
         links: await new AccountRepository(pool).purgeLinks(clock.now(), client),
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
+        keySites: await new KeySites(pool, clock).purge(client),
       };
     },
     { long: true },

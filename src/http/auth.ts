@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
 import { hasFeature } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
-import { siteHost, type KeySites } from '../keys/sites.js';
+import { siteHost, siteRefused, type KeySites } from '../keys/sites.js';
 import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
 import type { AnyOperationId } from './types.js';
 
@@ -60,7 +60,8 @@ export function guard(operationId: AnyOperationId, rule: AccessRule, keys: KeyAu
 /**
  * The site a keyed request names (`X-Rip-Site`, the ReportedIP plugins' header) is counted for
  * the key today, and a new site beyond the role's limit is refused with 403
- * `domain_limit_exceeded`. A header that is not an http(s) URL names no site.
+ * `domain_limit_exceeded`. A header that is not an http(s) URL, or whose host name is longer
+ * than DNS allows (253 characters), names no site.
  */
 export function siteLimit(rule: AccessRule, sites: KeySites) {
   const counts = rule.countsSite;
@@ -70,13 +71,7 @@ export function siteLimit(rule: AccessRule, sites: KeySites) {
     const site = counts && caller && typeof header === 'string' && header.length <= 2048 ? siteHost(header) : undefined;
     if (site === undefined) return next();
     const use = await sites.use(caller!, site);
-    if (!use.allowed) {
-      throw new ApiError(
-        403,
-        `This key has been used from ${use.used} sites today, the most its ${caller!.role} role allows; ${site} was not taken. More sites can be used tomorrow (UTC).`,
-        { code: 'domain_limit_exceeded' },
-      );
-    }
+    if (!use.allowed) throw siteRefused(caller!, site, use);
     next();
   };
 }
