@@ -11,6 +11,11 @@ declare module 'express-serve-static-core' {
     /** The authenticated caller; undefined for a public call without a key. */
     caller?: Caller;
     operationId?: AnyOperationId;
+    /**
+     * The key a request with a body presented, looked up before its body is read
+     * (authenticateBeforeBody); `caller` undefined for an unknown, revoked or malformed key.
+     */
+    presented?: { key: string; caller: Caller | undefined };
   }
 }
 
@@ -24,6 +29,30 @@ export function presentedKey(req: Request, headerName: 'x-key' | 'key' = 'x-key'
   const query = (req.query as Record<string, unknown>).key;
   return typeof query === 'string' && query !== '' ? query : undefined;
 }
+
+/** Whether the request carries a body (as body-parser and type-is tell). */
+function carriesBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+}
+
+/**
+ * Looks up the key of a request that carries a body before the body is read, so that only a
+ * valid key's request may send a large one (http/body-limits.ts): the cached lookup `guard`
+ * then takes over instead of making it again. It refuses nothing itself: what a missing or bad
+ * key gets is `guard`'s to say, after the validator, as for a request without a body.
+ * `keyHeader`: the header the request's document takes its key in, if any.
+ */
+export function authenticateBeforeBody(keys: KeyAuthenticator, keyHeader: (path: string) => 'x-key' | 'key' | undefined) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const header = keyHeader(req.path);
+    const key = header !== undefined && carriesBody(req) ? presentedKey(req, header) : undefined;
+    if (key !== undefined) res.locals.presented = { key, caller: await keys.authenticate(key) };
+    next();
+  };
+}
+
+/** Whether the request presented a valid key before its body was read (authenticateBeforeBody). */
+export const hasValidKey = (res: Response): boolean => res.locals.presented?.caller !== undefined;
 
 const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
   new ApiError(401, code === 'missing_api_key' ? 'An API key is required in the X-Key header.' : MESSAGES[401], {
@@ -45,7 +74,8 @@ export function guard(operationId: AnyOperationId, rule: AccessRule, keys: KeyAu
     }
     // The relay names a malformed key as missing; other operations say 401 either way.
     if (rule.relay && !looksLikeKey(key)) throw relayUnauthorized('missing_api_key');
-    const caller = await keys.authenticate(key);
+    const early = res.locals.presented;
+    const caller = early?.key === key ? early.caller : await keys.authenticate(key);
     if (!caller) throw rule.relay ? relayUnauthorized('invalid_api_key') : unauthorized();
     res.locals.caller = caller;
     if (rule.feature && !hasFeature(caller.role, rule.feature)) {

@@ -2074,7 +2074,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request body is larger than 3 MiB, or the `csv` of `POST /bulk-report` has more than 10,000 lines or 2 MiB. */
+        /** @description The request body is larger than 3 MiB, or than 64 KiB in a request without a valid key (the key is checked before the body is read), or the `csv` of `POST /bulk-report` has more than 10,000 lines or 2 MiB. */
         PayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2289,7 +2289,7 @@ export interface components {
                 };
             };
         };
-        /** @description `payload_too_large`: the request body is larger than 3 MiB. */
+        /** @description `payload_too_large`: the request body is larger than 3 MiB, or than 64 KiB in a request without a valid key (the key is checked before the body is read). */
         RelayPayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
