@@ -11,6 +11,7 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration20261128010000KeySiteRefusals extends Migration {
   override async up(): Promise<void> {
     this.addSql('alter table key_sites add column refusals integer not null default 0');
+    this.addSql('delete from key_sites where length(site) > 253');
     this.addSql(`
       with refused as (
         select key_id, day, site,
@@ -22,7 +23,6 @@ export class Migration20261128010000KeySiteRefusals extends Migration {
         from refused r
        where k.key_id = r.key_id and k.day = r.day and k.site = r.site and r.n = 1`);
     this.addSql('delete from key_sites where refused and refusals = 0');
-    this.addSql('delete from key_sites where length(site) > 253');
     this.addSql('alter table key_sites add constraint key_sites_site_check check (length(site) between 1 and 253)');
     this.addSql('alter table key_sites add constraint key_sites_refusals_check check (refusals >= 0)');
     this.addSql('create unique index key_sites_refused_idx on key_sites (key_id, day) where refused');
