@@ -433,7 +433,7 @@ export interface components {
                 "application/json": components["schemas"]["Errors"];
             };
         };
-        /** @description The body or the CSV file is larger than the operation takes. */
+        /** @description The body or the CSV file is larger than the operation takes: a body above 3 MiB or a CSV file above 2 MiB, or a body above 64 KiB in a request without a valid key (the key is checked before the body is read). */
         PayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -10,11 +10,12 @@ import { ping, type Pool } from './db/pool.js';
 import type { GeoIp } from './geo/geoip.js';
 import { CategoryService } from './categories/categories.js';
 import { categoryHandlers } from './categories/handlers.js';
-import { guard, siteLimit } from './http/auth.js';
+import { authenticateBeforeBody, guard, siteLimit } from './http/auth.js';
+import { boundedBodyParsers, multipartLimits } from './http/body-limits.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
 import { FaultBudget } from './http/fault-budget.js';
-import { formArrayFields, formArrays, formParser } from './http/form-bodies.js';
+import { formArrayFields, formArrays } from './http/form-bodies.js';
 import { requestLogger } from './http/logging.js';
 import { memoiseValidatorRouteMatchers } from './http/route-matchers.js';
 import { canonicalPaths, type PathAlias } from './http/paths.js';
@@ -79,7 +80,10 @@ export interface AppDeps {
   drain?: Drain;
 }
 
-/** JSON request bodies above this size are refused with 413 (the document states it). */
+/**
+ * JSON and form request bodies above this size are refused with 413 (the document states it);
+ * above KEYLESS_BODY_LIMIT (http/body-limits.ts) from a request without a valid key.
+ */
 export const JSON_BODY_LIMIT = 3 * 1024 * 1024;
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
@@ -101,9 +105,14 @@ export const PATH_ALIASES: readonly PathAlias[] = [
 interface Mounted {
   base: string;
   document: ApiDocument;
+  /** The header its operations take a key in (besides the `key` query parameter), if any. */
+  keyHeader?: 'x-key' | 'key';
   chain: (operationId: AnyOperationId) => RequestHandler[];
   validator?: Partial<Parameters<typeof OpenApiValidator.middleware>[0]>;
 }
+
+/** The validator's multer options; their types predate multer 2.5's `limits` as a function of the request. */
+type FileUploader = Exclude<NonNullable<Parameters<typeof OpenApiValidator.middleware>[0]['fileUploader']>, boolean>;
 
 /** The reference page runs Redoc inline and in a web worker; everything else keeps helmet's CSP. */
 const DOCS_CSP =
@@ -157,7 +166,7 @@ export function buildApp(deps: AppDeps): Express {
     ...blacklistHandlers(blacklist, snapshots),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
-    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), clock)),
+    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), sites, clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
     ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),
@@ -173,14 +182,21 @@ export function buildApp(deps: AppDeps): Express {
     {
       base: API_BASE,
       document: api.document,
+      keyHeader: 'x-key',
       chain: (op) => [guard(op, ruleOf(op), keys), faults.middleware(), siteLimit(ruleOf(op), sites), metering.middleware(ruleOf(op))],
     },
     {
       base: ABUSEIPDB_BASE,
       document: api.protocols.abuseipdb.document,
+      keyHeader: 'key',
       chain: (op) => [guard(op, ruleOf(op), keys, 'key'), faults.middleware(), metering.middleware(ruleOf(op))],
-      // The CSV of a bulk report comes as a file (multipart/form-data), held in memory.
-      validator: { fileUploader: { limits: { fileSize: BULK_REPORT_MAX_BYTES, files: 1, fields: 10, parts: 11 } } },
+      // The CSV of a bulk report comes as a file (multipart/form-data), held in memory; a request
+      // without a valid key gets the small limits (http/body-limits.ts).
+      validator: {
+        fileUploader: {
+          limits: multipartLimits({ fileSize: BULK_REPORT_MAX_BYTES, files: 1, fields: 10, parts: 11 }) as unknown as FileUploader['limits'],
+        },
+      },
     },
     { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(bouncers)] },
   ];
@@ -247,11 +263,14 @@ export function buildApp(deps: AppDeps): Express {
   }
   if (web.stripeWebhook) site.use(web.stripeWebhook);
   site.use(web.pages);
-  const underApi = (path: string) => mounted.some(({ base }) => path.startsWith(`${base}/`));
-  app.use((req, res, next) => (underApi(req.path) ? next() : site(req, res, next)));
+  const mountedAt = (path: string) => mounted.find(({ base }) => path.startsWith(`${base}/`));
+  app.use((req, res, next) => (mountedAt(req.path) ? next() : site(req, res, next)));
 
-  app.use(express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' }));
-  app.use(formParser(JSON_BODY_LIMIT));
+  // Bodies are read only under the APIs' bases, and only after the key they present was looked
+  // up: up to JSON_BODY_LIMIT with a valid key, KEYLESS_BODY_LIMIT without (http/body-limits.ts).
+  const bodies = express.Router();
+  bodies.use(authenticateBeforeBody(keys, (path) => mountedAt(path)?.keyHeader), ...boundedBodyParsers(JSON_BODY_LIMIT));
+  app.use((req, res, next) => (mountedAt(req.path) ? bodies(req, res, next) : next()));
   for (const { base, document } of mounted) {
     for (const [key, fields] of formArrayFields(document)) {
       const [method, path] = key.split(' ') as [string, string];

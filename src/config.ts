@@ -134,6 +134,7 @@ const schema = z.object({
   RELAY_SMS_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),
   RELAY_POLL_SECONDS: z.coerce.number().min(0.5).max(300).default(2),
   RELAY_DELIVERY: boolean.default(true),
+  RELAY_PAYLOAD_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 365).default(24),
   PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
   RULES_DIR: z.string().min(1).optional(),
@@ -274,6 +275,12 @@ export interface RelayConfig {
   delivery: { concurrency: { mail: number; sms: number }; pollSeconds: number; enabled: boolean };
   /** Appended to Professional relay mails (RELAY_MAIL_FOOTER); Business and Enterprise mails are white-label. */
   mailFooter?: string;
+  /**
+   * How long a message's content (its text, HTML, subject, headers) is kept once it reached a
+   * final state (sent, delivered, undelivered, failed); then the purge deletes it and keeps the
+   * rest (RELAY_PAYLOAD_RETENTION_HOURS, 24 by default).
+   */
+  payloadRetentionMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -342,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         enabled: e.RELAY_DELIVERY,
       },
       mailFooter: e.RELAY_MAIL_FOOTER?.trim() || undefined,
+      payloadRetentionMs: e.RELAY_PAYLOAD_RETENTION_HOURS * 3_600_000,
     },
     payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },
     web: {

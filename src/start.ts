@@ -91,7 +91,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
       ? []
       : [
           new BlacklistJob(blacklistSnapshots(database.pool, clock, config.blacklistHistory), clock, config.blacklistIntervalMs, logger),
-          new PurgeJob(database.pool, clock, config.web, logger),
+          new PurgeJob(database.pool, clock, { ...config.web, relayPayloadRetentionMs: config.relay.payloadRetentionMs }, logger),
         ];
   for (const job of jobs) job.start();
 

@@ -1,8 +1,9 @@
-import { before, DAY_MS, utcDay, type Clock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { Role } from '../db/entities.js';
 import type { Pool } from '../db/pool.js';
 import type { Caller } from '../keys/keys.js';
 import { dailyLimit, hasFeature, sitesPerDay } from '../keys/roles.js';
+import { firstShownSiteDay } from '../keys/sites.js';
 import type { UsageReader } from '../keys/usage.js';
 import { relayTierOf } from '../relay/policy.js';
 import type { RelayService } from '../relay/service.js';
@@ -79,7 +80,7 @@ export class Dashboard {
 
   async overview(account: AccountRow) {
     const caller = callerOf(account);
-    const since = utcDay(before(this.clock.now(), 30 * DAY_MS));
+    const since = firstShownSiteDay(this.clock.now());
     const relayEligible = relayTierOf(account.role) !== undefined;
     const [today, keys, sites, reports, relay, audit] = await Promise.all([
       this.usage.today(caller),

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
-import type { WebConfig } from '../config.js';
+import { before, type Clock } from '../clock.js';
+import { loadConfig, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
+import { KeySites } from '../keys/sites.js';
+import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
 import { AuditTrail } from './audit.js';
 import { Sessions } from './sessions.js';
@@ -16,14 +18,28 @@ export interface Purged {
   links: number;
   throttle: number;
   audit: number;
+  /** key_sites rows of days the dashboard no longer shows (keys/sites.ts KEY_SITES_DAYS). */
+  keySites: number;
+  /** Relay messages whose content was deleted (RELAY_PAYLOAD_RETENTION_HOURS after a final state). */
+  relayPayloads: number;
 }
 
 /**
- * Deletes what has outlived its use: ended sessions, used or expired links and invites, ended
- * throttle windows, and audit events older than AUDIT_RETENTION_DAYS. Hourly, by whichever
- * process takes the lock; the CLI runs the same purge at once (`accounts purge`).
+ * The retention times the purge applies. `relayPayloadRetentionMs` is RELAY_PAYLOAD_RETENTION_HOURS
+ * (the relay's `payloadRetentionMs`); left out, its default (24 hours).
  */
-export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'>): Promise<Purged | undefined> {
+export type PurgeSettings = Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'> & {
+  relayPayloadRetentionMs?: RelayConfig['payloadRetentionMs'];
+};
+
+/**
+ * Deletes what has outlived its use: ended sessions, used or expired links and invites, ended
+ * throttle windows, audit events older than AUDIT_RETENTION_DAYS, the sites keys were used
+ * from on days the dashboard no longer shows (30), and the content of relay messages that were
+ * final for longer than RELAY_PAYLOAD_RETENTION_HOURS. Hourly, by whichever process takes the
+ * lock; the CLI runs the same purge at once (`accounts purge`).
+ */
+export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSettings): Promise<Purged | undefined> {
   // One transaction: its lock and its lifted statement timeout hold behind a transaction-mode
   // pooler too, and deleting a year of audit events may take longer than a request's statement.
   return transaction(
@@ -37,6 +53,11 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: Pick<WebCo
         links: await new AccountRepository(pool).purgeLinks(clock.now(), client),
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
+        keySites: await new KeySites(pool, clock).purge(client),
+        relayPayloads: await new RelayRepository(pool).purgePayloads(
+          before(clock.now(), config.relayPayloadRetentionMs ?? loadConfig({}).relay.payloadRetentionMs),
+          client,
+        ),
       };
     },
     { long: true },
@@ -50,7 +71,7 @@ export class PurgeJob {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly config: Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'>,
+    private readonly config: PurgeSettings,
     private readonly logger: Logger,
   ) {}
 

@@ -53,12 +53,17 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
 
   accounts
     .command('purge')
-    .description('delete ended sessions, used or expired links, old throttle windows and audit events past AUDIT_RETENTION_DAYS (the server does it hourly)')
+    .description(
+      'delete ended sessions, used or expired links, old throttle windows, audit events past AUDIT_RETENTION_DAYS, key sites past 30 days and relay message contents past RELAY_PAYLOAD_RETENTION_HOURS (the server does it hourly)',
+    )
     .option('--json', 'print a JSON object')
     .action(async (opts: { json?: boolean }) => {
-      const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, loadConfig().web));
+      const config = loadConfig();
+      const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, { ...config.web, relayPayloadRetentionMs: config.relay.payloadRetentionMs }));
       print(purged ?? { busy: true }, !!opts.json, () =>
-        purged ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events` : 'another process is purging right now',
+        purged
+          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents`
+          : 'another process is purging right now',
       );
     });
 

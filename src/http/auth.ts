@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
 import { hasFeature } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
-import { siteHost, type KeySites } from '../keys/sites.js';
+import { siteHost, siteRefused, type KeySites } from '../keys/sites.js';
 import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
 import type { AnyOperationId } from './types.js';
 
@@ -11,6 +11,11 @@ declare module 'express-serve-static-core' {
     /** The authenticated caller; undefined for a public call without a key. */
     caller?: Caller;
     operationId?: AnyOperationId;
+    /**
+     * The key a request with a body presented, looked up before its body is read
+     * (authenticateBeforeBody); `caller` undefined for an unknown, revoked or malformed key.
+     */
+    presented?: { key: string; caller: Caller | undefined };
   }
 }
 
@@ -24,6 +29,30 @@ export function presentedKey(req: Request, headerName: 'x-key' | 'key' = 'x-key'
   const query = (req.query as Record<string, unknown>).key;
   return typeof query === 'string' && query !== '' ? query : undefined;
 }
+
+/** Whether the request carries a body (as body-parser and type-is tell). */
+function carriesBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+}
+
+/**
+ * Looks up the key of a request that carries a body before the body is read, so that only a
+ * valid key's request may send a large one (http/body-limits.ts): the cached lookup `guard`
+ * then takes over instead of making it again. It refuses nothing itself: what a missing or bad
+ * key gets is `guard`'s to say, after the validator, as for a request without a body.
+ * `keyHeader`: the header the request's document takes its key in, if any.
+ */
+export function authenticateBeforeBody(keys: KeyAuthenticator, keyHeader: (path: string) => 'x-key' | 'key' | undefined) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const header = keyHeader(req.path);
+    const key = header !== undefined && carriesBody(req) ? presentedKey(req, header) : undefined;
+    if (key !== undefined) res.locals.presented = { key, caller: await keys.authenticate(key) };
+    next();
+  };
+}
+
+/** Whether the request presented a valid key before its body was read (authenticateBeforeBody). */
+export const hasValidKey = (res: Response): boolean => res.locals.presented?.caller !== undefined;
 
 const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
   new ApiError(401, code === 'missing_api_key' ? 'An API key is required in the X-Key header.' : MESSAGES[401], {
@@ -45,7 +74,8 @@ export function guard(operationId: AnyOperationId, rule: AccessRule, keys: KeyAu
     }
     // The relay names a malformed key as missing; other operations say 401 either way.
     if (rule.relay && !looksLikeKey(key)) throw relayUnauthorized('missing_api_key');
-    const caller = await keys.authenticate(key);
+    const early = res.locals.presented;
+    const caller = early?.key === key ? early.caller : await keys.authenticate(key);
     if (!caller) throw rule.relay ? relayUnauthorized('invalid_api_key') : unauthorized();
     res.locals.caller = caller;
     if (rule.feature && !hasFeature(caller.role, rule.feature)) {
@@ -60,7 +90,8 @@ export function guard(operationId: AnyOperationId, rule: AccessRule, keys: KeyAu
 /**
  * The site a keyed request names (`X-Rip-Site`, the ReportedIP plugins' header) is counted for
  * the key today, and a new site beyond the role's limit is refused with 403
- * `domain_limit_exceeded`. A header that is not an http(s) URL names no site.
+ * `domain_limit_exceeded`. A header that is not an http(s) URL, or whose host name is longer
+ * than DNS allows (253 characters), names no site.
  */
 export function siteLimit(rule: AccessRule, sites: KeySites) {
   const counts = rule.countsSite;
@@ -70,13 +101,7 @@ export function siteLimit(rule: AccessRule, sites: KeySites) {
     const site = counts && caller && typeof header === 'string' && header.length <= 2048 ? siteHost(header) : undefined;
     if (site === undefined) return next();
     const use = await sites.use(caller!, site);
-    if (!use.allowed) {
-      throw new ApiError(
-        403,
-        `This key has been used from ${use.used} sites today, the most its ${caller!.role} role allows; ${site} was not taken. More sites can be used tomorrow (UTC).`,
-        { code: 'domain_limit_exceeded' },
-      );
-    }
+    if (!use.allowed) throw siteRefused(caller!, site, use);
     next();
   };
 }

@@ -1,12 +1,25 @@
-import { utcDay, type Clock } from '../clock.js';
+import { before, DAY_MS, utcDay, type Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import { DomainError } from '../errors.js';
 import type { Caller } from './keys.js';
 import { sitesPerDay } from './roles.js';
+
+/** The longest host name DNS allows; a URL with a longer one names no site. */
+export const SITE_HOST_MAX = 253;
+
+/** What a `site_url` must be, for the services that refuse one that is not (422). */
+export const SITE_URL_RULE = `site_url must be an absolute http or https URL whose host name has at most ${SITE_HOST_MAX} characters`;
+
+/** The days of sites key_sites keeps: the dashboard shows the last 30 days; older rows are purged. */
+export const KEY_SITES_DAYS = 30;
+
+/** The first day of sites the dashboard shows at `now` (`YYYY-MM-DD`); older days are purged. */
+export const firstShownSiteDay = (now: Date): string => utcDay(before(now, KEY_SITES_DAYS * DAY_MS));
 
 /**
  * The site a request is made for, from a URL (`X-Rip-Site`, `site_url`): its host name in
  * lower case without `www.`, so that every spelling of one site counts once; undefined when
- * the text is not an absolute http(s) URL.
+ * the text is not an absolute http(s) URL or its host name is longer than DNS allows.
  */
 export function siteHost(url: string): string | undefined {
   let parsed: URL;
@@ -16,6 +29,7 @@ export function siteHost(url: string): string | undefined {
     return undefined;
   }
   if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.hostname === '') return undefined;
+  if (parsed.hostname.length > SITE_HOST_MAX) return undefined;
   return parsed.hostname.toLowerCase().replace(/^www\./, '');
 }
 
@@ -28,17 +42,30 @@ export interface SiteUse {
   limit: number;
 }
 
+/** The refusal of a new site past the key's limit (403 `domain_limit_exceeded`). */
+export function siteRefused(caller: Caller, site: string, use: SiteUse): DomainError {
+  return new DomainError(
+    'forbidden',
+    `This key has been used from ${use.used} sites today, the most its ${caller.role} role allows; ${site} was not taken. More sites can be used tomorrow (UTC).`,
+    { code: 'domain_limit_exceeded' },
+  );
+}
+
 /** Sites a process remembers as taken, per key and day, so that repeat requests cost no I/O. */
 const REMEMBERED_MAX = 50_000;
 
 
 /**
  * The sites each key is used from per UTC day (the `domains` of /verify-key): counted from
- * `X-Rip-Site` on any request and `site_url` on relay sends, and bounded by the role's
- * number of sites per day. Taking a site is exact across processes (an advisory lock per key);
- * a site a process has seen taken today costs nothing more. A site refused for the limit is
- * recorded as well (`refused`), so that the key's `domains` can say it was tried on more
- * sites than it may be used on; a refused site never counts against the limit.
+ * `X-Rip-Site` on any request and `site_url` on relay sends and notification configurations,
+ * and bounded by the role's number of sites per day. Taking a site is exact across processes
+ * (an advisory lock per key); a site a process has seen taken today costs nothing more.
+ *
+ * A refusal for the limit is recorded once per key and day, whatever the number of hosts tried:
+ * the first refused site gets a `refused` row, and every later refusal of the day only counts
+ * on it (`refusals`). So the key's `domains` can say it was tried on more sites than it may be
+ * used on (`used` = taken sites + 1), a refused site never counts against the limit, and a key
+ * that names a new host in every request adds no rows.
  */
 export class KeySites {
   private readonly remembered = new Set<string>();
@@ -66,8 +93,8 @@ export class KeySites {
     return result;
   }
 
-  /** Takes a site for the key today inside the caller's transaction (the relay's send). */
-  async useIn(db: Queryable, caller: Caller, site: string): Promise<SiteUse> {
+  /** Takes a site for the key today inside the caller's transaction. */
+  private async useIn(db: Queryable, caller: Caller, site: string): Promise<SiteUse> {
     const limit = sitesPerDay(caller.role, caller.licences);
     const now = this.clock.now();
     await db.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`key-sites:${caller.keyId}`]);
@@ -79,7 +106,7 @@ export class KeySites {
     const { used, known } = rows[0]!;
     if (known) return { allowed: true, used, limit };
     if (limit >= 0 && used >= limit) return { allowed: false, used, limit };
-    // A site refused earlier today is taken now (the key's role or licences were raised).
+    // The site refused earlier today is taken now (the key's role or licences were raised).
     await db.query(
       `insert into key_sites (key_id, day, site, first_seen) values ($1, $2::date, $3, $4)
        on conflict (key_id, day, site) do update set refused = false`,
@@ -89,24 +116,22 @@ export class KeySites {
   }
 
   /**
-   * Records that the key was refused for a site today (the relay records it after its send's
-   * transaction is rolled back, so it takes a transaction of its own).
+   * Records a refusal of the key today: the day's refused row (the first refused site) counts
+   * it, so there is at most one such row per key and day (`key_sites_refused_idx`).
    */
-  async recordRefused(caller: Caller, site: string): Promise<void> {
-    await this.recordRefusedIn(this.pool, caller, site);
-  }
-
   private async recordRefusedIn(db: Queryable, caller: Caller, site: string): Promise<void> {
     const now = this.clock.now();
     await db.query(
-      'insert into key_sites (key_id, day, site, first_seen, refused) values ($1, $2::date, $3, $4, true) on conflict do nothing',
+      `insert into key_sites (key_id, day, site, first_seen, refused, refusals) values ($1, $2::date, $3, $4, true, 1)
+       on conflict (key_id, day) where refused do update set refusals = key_sites.refusals + 1`,
       [caller.keyId, utcDay(now), site, now],
     );
   }
 
   /**
    * The key's sites today and its limit: `used` counts every distinct site the key was used
-   * from or refused for, so that it exceeds `limit` exactly when a site was refused.
+   * from, and one more once a site was refused, so that it exceeds `limit` exactly when a site
+   * was refused.
    */
   async today(caller: Caller): Promise<{ used: number; limit: number }> {
     const { rows } = await this.pool.query<{ used: number }>({
@@ -115,5 +140,11 @@ export class KeySites {
       values: [caller.keyId, utcDay(this.clock.now())],
     });
     return { used: rows[0]!.used, limit: sitesPerDay(caller.role, caller.licences) };
+  }
+
+  /** Deletes the days the dashboard no longer shows; the number of rows deleted. */
+  async purge(db: Queryable = this.pool): Promise<number> {
+    const { rowCount } = await db.query('delete from key_sites where day < $1::date', [firstShownSiteDay(this.clock.now())]);
+    return rowCount ?? 0;
   }
 }

@@ -1,9 +1,9 @@
 import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { NotificationConfigRepository } from './repository.js';
-import { unprocessable } from '../errors.js';
+import { DomainError, unprocessable } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
-import { siteHost } from '../keys/sites.js';
+import { SITE_URL_RULE, siteHost, siteRefused, type KeySites } from '../keys/sites.js';
 import { MessageRuleError, parseMailbox, singleLine } from '../relay/message-rules.js';
 
 /** The request and the stored configuration, as the contract has them. */
@@ -11,6 +11,9 @@ export type NotificationConfigInput = components['schemas']['NotificationConfigR
 export type NotificationConfig = components['schemas']['NotificationConfig'];
 
 const RECIPIENTS_MAX = 20;
+
+/** Sites a key may hold configurations for (the contract's description of the operation says it). */
+export const NOTIFICATION_CONFIGS_MAX = 50;
 
 function invalid(err: unknown): never {
   if (err instanceof MessageRuleError) {
@@ -22,8 +25,7 @@ function invalid(err: unknown): never {
 function siteOf(url: string, location: 'body' | 'query'): string {
   const site = siteHost(url);
   if (site === undefined) {
-    const message = 'site_url must be an absolute http or https URL';
-    throw unprocessable(`Invalid request: ${message}.`, [{ location, name: 'site_url', message }]);
+    throw unprocessable(`Invalid request: ${SITE_URL_RULE}.`, [{ location, name: 'site_url', message: SITE_URL_RULE }]);
   }
   return site;
 }
@@ -31,10 +33,15 @@ function siteOf(url: string, location: 'body' | 'query'): string {
 /**
  * Where notifications about a site should go, as the ReportedIP Hive plugin syncs it: kept per
  * key and site (host name), replaced on each save, read back by the operator or the client.
+ * The site of a save counts among the key's sites of the day as `X-Rip-Site` does (a new one
+ * past the role's limit is refused, 403 `domain_limit_exceeded`), and a key holds
+ * configurations for at most NOTIFICATION_CONFIGS_MAX sites (403
+ * `notification_config_limit_exceeded` for a further one; stored sites can still be updated).
  */
 export class NotificationConfigs {
   constructor(
     private readonly configs: NotificationConfigRepository,
+    private readonly sites: KeySites,
     private readonly clock: Clock,
   ) {}
 
@@ -53,8 +60,17 @@ export class NotificationConfigs {
     } catch (err) {
       invalid(err);
     }
+    const use = await this.sites.use(caller, site);
+    if (!use.allowed) throw siteRefused(caller, site, use);
     const now = this.clock.now();
-    await this.configs.save(caller.keyId, site, { site_url: input.site_url, recipients, from_name: fromName, from_email: fromEmail }, now);
+    const config = { site_url: input.site_url, recipients, from_name: fromName, from_email: fromEmail };
+    if (!(await this.configs.save(caller.keyId, site, config, now, NOTIFICATION_CONFIGS_MAX))) {
+      throw new DomainError(
+        'forbidden',
+        `This key holds notification configurations for ${NOTIFICATION_CONFIGS_MAX} sites, the most a key may; ${site} was not stored. The sites stored can still be updated.`,
+        { code: 'notification_config_limit_exceeded' },
+      );
+    }
     return { site_url: input.site_url, site, recipients, from_name: fromName, from_email: fromEmail, updatedAt: now.toISOString() };
   }
 

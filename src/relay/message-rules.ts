@@ -1,6 +1,6 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { parsePhoneNumberFromString, type NumberType } from 'libphonenumber-js/max';
-import { siteHost } from '../keys/sites.js';
+import { SITE_URL_RULE, siteHost } from '../keys/sites.js';
 
 /**
  * What a relayed message may hold, checked by the relay service itself whatever the route or
@@ -203,7 +203,7 @@ export function siteOf(siteUrl: string | undefined): { url: string; host: string
   if (siteUrl === undefined || siteUrl === '') return { url: '', host: '' };
   singleLine('site_url', siteUrl, MESSAGE_LIMITS.siteUrlMax);
   const host = siteHost(siteUrl);
-  if (host === undefined) throw new MessageRuleError('site_url', 'site_url must be an absolute http or https URL');
+  if (host === undefined) throw new MessageRuleError('site_url', SITE_URL_RULE);
   return { url: siteUrl, host };
 }
 

@@ -285,6 +285,20 @@ export class RelayRepository {
     return rowCount ?? 0;
   }
 
+  /**
+   * Deletes the content of the messages that reached a final state (sent, delivered,
+   * undelivered, failed) before `before`, keeping everything else (status, recipient, times,
+   * funding, provider ids): nothing reads it after the last attempt. The number purged.
+   */
+  async purgePayloads(before: Date, db: Queryable = this.pool): Promise<number> {
+    const { rowCount } = await db.query(
+      `update relay_messages set payload = null
+        where payload is not null and status in ('sent', 'delivered', 'undelivered', 'failed') and finished_at < $1`,
+      [before],
+    );
+    return rowCount ?? 0;
+  }
+
   /** An account's messages, newest first. */
   async list(accountId: number, limit = 50): Promise<RelayMessageView[]> {
     const { rows } = await this.pool.query<RelayMessageView>(

@@ -849,6 +849,12 @@ export interface paths {
          *     the operator reads it with `GET /notification-config`. This server sends no
          *     notifications of its own from it.
          *
+         *     The site of `site_url` counts among the key's sites of the day, as
+         *     `X-Rip-Site` does: a new site beyond the role's sites per day is refused
+         *     (`403 domain_limit_exceeded`). A key holds configurations for at most 50
+         *     sites: a further site is refused (`403 notification_config_limit_exceeded`),
+         *     and the sites already stored can still be updated.
+         *
          *     - **Access:** any valid key (every role).
          *     - **Quota:** none. The rate-limit headers describe the check quota.
          */
@@ -1430,9 +1436,9 @@ export interface components {
                  */
                 resetTime: string;
             };
-            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`), and that site is counted in `used` as tried. A key used on exactly `limit` sites is `ok`; it is `over_limit` only once a further site was refused, so that a client warns about a key shared beyond its plan and not about one that merely uses what its plan includes. */
+            /** @description The sites (host names) the key was used from today, from the `X-Rip-Site` header of any request and the `site_url` of relay sends and of `POST /notification-config`. A request from a new site beyond `limit` is refused with 403 `domain_limit_exceeded` (relay sends: 429 `site_daily_cap`), and `used` then counts one site more as tried (once a day, however many sites were refused). A key used on exactly `limit` sites is `ok`; it is `over_limit` only once a further site was refused, so that a client warns about a key shared beyond its plan and not about one that merely uses what its plan includes. */
             domains: {
-                /** @description Distinct sites the key was used from, or refused for, today (UTC). It exceeds `limit` exactly when a site was refused. */
+                /** @description Distinct sites the key was used from today (UTC), plus one once a new site was refused today. It exceeds `limit` exactly when a site was refused. */
                 used: number;
                 /** @description Distinct sites allowed per day; `-1` for unlimited. */
                 limit: number;
@@ -1775,7 +1781,7 @@ export interface components {
             };
             /**
              * Format: uri
-             * @description URL of the site the mail is sent for; used for the per-site daily cap and the audit log. Omitted: the caps apply to the key as a whole.
+             * @description URL of the site the mail is sent for (its host name at most 253 characters); used for the per-site daily cap and the audit log. Omitted: the caps apply to the key as a whole.
              */
             site_url?: string;
             /**
@@ -1834,7 +1840,7 @@ export interface components {
             message: string;
             /**
              * Format: uri
-             * @description URL of the site the SMS is sent for; used for the per-site daily cap and the audit log. Omitted: the caps apply to the key as a whole.
+             * @description URL of the site the SMS is sent for (its host name at most 253 characters); used for the per-site daily cap and the audit log. Omitted: the caps apply to the key as a whole.
              */
             site_url?: string;
             /**
@@ -1933,7 +1939,7 @@ export interface components {
         NotificationConfigRequest: {
             /**
              * Format: uri
-             * @description URL of the site; the configuration is kept per key and site (its host name).
+             * @description URL of the site; the configuration is kept per key and site (its host name, at most 253 characters). The site counts among the key's sites of the day as `X-Rip-Site` does.
              */
             site_url: string;
             /**
@@ -2003,7 +2009,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `domain_limit_exceeded`: the request names a site (`X-Rip-Site`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). Nothing was charged. */
+        /** @description `domain_limit_exceeded`: the request names a site (`X-Rip-Site`, or the `site_url` of `POST /notification-config`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). Nothing was charged. An `X-Rip-Site` that is not an http(s) URL, or whose host name is longer than 253 characters, names no site. */
         DomainLimitExceeded: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2068,7 +2074,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request body is larger than 3 MiB, or the `csv` of `POST /bulk-report` has more than 10,000 lines or 2 MiB. */
+        /** @description The request body is larger than 3 MiB, or than 64 KiB in a request without a valid key (the key is checked before the body is read), or the `csv` of `POST /bulk-report` has more than 10,000 lines or 2 MiB. */
         PayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2123,7 +2129,7 @@ export interface components {
             };
             content?: never;
         };
-        /** @description `tier_forbidden`: the role of the key does not include this feature. `domain_limit_exceeded`: the request names a site (`X-Rip-Site`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). */
+        /** @description `tier_forbidden`: the role of the key does not include this feature. `domain_limit_exceeded`: the request names a site (`X-Rip-Site`, or the `site_url` of `POST /notification-config`) the key has not been used from today, and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). */
         Forbidden: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2283,7 +2289,7 @@ export interface components {
                 };
             };
         };
-        /** @description `payload_too_large`: the request body is larger than 3 MiB. */
+        /** @description `payload_too_large`: the request body is larger than 3 MiB, or than 64 KiB in a request without a valid key (the key is checked before the body is read). */
         RelayPayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3644,10 +3650,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequestBody"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["DomainLimitExceeded"];
+            /** @description `domain_limit_exceeded`: the site of `X-Rip-Site` or of `site_url` is new today and the key has already been used from as many sites today as its role allows (see `domains` in `GET /verify-key`). `notification_config_limit_exceeded`: the key holds configurations for 50 sites and `site_url` names another one. Nothing was stored. */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `unprocessable`: a recipient or the sender is not exactly one e-mail address, or a value holds a line break. */
+            /** @description `unprocessable`: a recipient or the sender is not exactly one e-mail address, a value holds a line break, or `site_url` is not an http(s) URL with a host name of at most 253 characters. */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -17,16 +17,22 @@ export interface UsageCounter {
   used: number;
 }
 
-/** A site a key was used from, or refused for (past its role's sites a day), per UTC day. */
+/**
+ * A site (host name, at most 253 characters) a key was used from per UTC day; or, once per key
+ * and day, the first site it was refused for (past its role's sites a day), which counts the
+ * day's refused requests.
+ */
 export interface KeySite {
   [PrimaryKeyProp]?: ['key', 'day', 'site'];
-  [OptionalProps]?: 'refused';
+  [OptionalProps]?: 'refused' | 'refusals';
   key: ApiKey;
   /** The UTC day, `YYYY-MM-DD`. */
   day: string;
   site: string;
   firstSeen: Date;
   refused: boolean;
+  /** On the key's refused row of the day: the requests refused for a new site that day. */
+  refusals: number;
 }
 
 export const UsageCounterEntity = new EntitySchema<UsageCounter>({
@@ -49,6 +55,7 @@ export const KeySiteEntity = new EntitySchema<KeySite>({
     site: { type: 'text', primary: true },
     firstSeen: { type: 'Date', fieldName: 'first_seen' },
     refused: { type: 'boolean', default: false },
+    refusals: { type: 'integer', default: 0 },
   },
 });
 

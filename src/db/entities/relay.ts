@@ -16,7 +16,8 @@ export interface RelayMessage {
   status: RelayStatus;
   recipient: string;
   siteUrl: string;
-  payload: Record<string, unknown>;
+  /** The content; null once purged, RELAY_PAYLOAD_RETENTION_HOURS after a final state. */
+  payload: Record<string, unknown> | null;
   attempts: number;
   lastError: string | null;
   createdAt: Date;
@@ -103,7 +104,7 @@ export const RelayMessageEntity = new EntitySchema<RelayMessage>({
     status: { type: 'text', default: 'queued' },
     recipient: { type: 'text' },
     siteUrl: { type: 'text', fieldName: 'site_url', default: '' },
-    payload: { type: 'json' },
+    payload: { type: 'json', nullable: true },
     attempts: { type: 'integer', default: 0 },
     lastError: { type: 'text', fieldName: 'last_error', nullable: true },
     createdAt: { type: 'Date', fieldName: 'created_at' },
