@@ -122,7 +122,7 @@ const schema = z.object({
   RELAY_RECIPIENT_FREE: z.coerce.number().int().min(1).default(3),
   RELAY_RECIPIENT_BACKOFF_SECONDS: z.coerce.number().int().min(1).default(60),
   RELAY_RECIPIENT_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).default(3_600),
-  RELAY_RECIPIENT_GLOBAL_DAILY: z.coerce.number().int().min(1).default(20),
+  RELAY_RECIPIENT_GLOBAL_DAILY: z.coerce.number().int().min(1).default(200),
   RELAY_SITE_DAILY_CAP: z.coerce.number().int().min(1).default(1_000),
   RELAY_SMS_FREE_TEXT_ROLES: z
     .string()

@@ -674,7 +674,8 @@ export interface paths {
          *     text (`message`) to some tiers only; the others get 422 `template_required`.
          *     Per-recipient and per-site daily anti-fraud caps answer 429; they count the
          *     sends of your account only, beside a higher guard per recipient across all
-         *     accounts. A templated SMS starts with the host name of `site_url` (at most 40
+         *     accounts that holds only accounts past their first 3 messages to the
+         *     recipient. A templated SMS starts with the host name of `site_url` (at most 40
          *     characters).
          *
          *     The fields of the earlier version (`to`, `vars`) are still accepted; when a
@@ -2247,7 +2248,7 @@ export interface components {
                 };
             };
         };
-        /** @description Anti-fraud throttle; nothing was sent or charged. `recipient_backoff`: too many messages from this account to this recipient recently (after 3 in 24 hours each further one waits a doubling backoff), or too many to this recipient from all accounts together (20 in 24 hours by default, against SMS pumping). `site_daily_cap`: the account's daily cap for the site of `site_url` (its host name; or for the account, without `site_url`) is reached, or this key has already been used for as many different sites today as its role allows. `fault_budget_exceeded`: too many of the caller's requests met a server error today. Wait `Retry-After` seconds. */
+        /** @description Anti-fraud throttle; nothing was sent or charged. `recipient_backoff`: too many messages from this account to this recipient recently (after 3 in 24 hours each further one waits a doubling backoff), or, for an account that has already sent this recipient its 3, too many to this recipient from all accounts together (200 in 24 hours by default, against SMS pumping). An account's first 3 messages to a recipient in 24 hours are never refused for what other accounts sent. `site_daily_cap`: the account's daily cap for the site of `site_url` (its host name; or for the account, without `site_url`) is reached, or this key has already been used for as many different sites today as its role allows. `fault_budget_exceeded`: too many of the caller's requests met a server error today. Wait `Retry-After` seconds. */
         RelayTooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
