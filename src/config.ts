@@ -127,7 +127,7 @@ const schema = z.object({
   RELAY_SMS_FREE_TEXT_ROLES: z
     .string()
     .regex(/^((professional|business|enterprise)(,(professional|business|enterprise))*)?$/, 'must be relay roles (professional, business, enterprise) separated by commas, or empty')
-    .default('professional,business,enterprise'),
+    .default(''),
   RELAY_RETRY_LIMIT: z.coerce.number().int().min(0).max(20).default(5),
   RELAY_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).default(30),
   RELAY_MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),

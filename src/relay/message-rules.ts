@@ -69,6 +69,22 @@ export function checkSmsPrefix(field: string, name: string, what = field): strin
   return name;
 }
 
+/**
+ * A link in a free-text SMS: any `scheme://`, a `www.` name, or a host name or IPv4 address
+ * followed by a path (`paypa1-secure.example/login`, `bit.ly/x`, `203.0.113.9/x`), dots
+ * including the ideographic and full-width ones a browser reads as dots. A host named alone
+ * ("your code for shop.example.com") is not a link by this rule: sites name themselves.
+ */
+const LINK = /[a-z][a-z0-9+.-]*:\/\/|(?<![\p{L}\p{N}])www\d{0,3}[.\u3002\uFF0E\uFF61]|[\p{L}\p{N}-]+[.\u3002\uFF0E\uFF61]\p{L}[\p{L}\p{N}-]*(?::\d{1,5})?\/|\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\//iu;
+
+/** Free text of an SMS: no link in it (a 2FA SMS carries a code; a link in one is smishing). */
+export function checkNoLink(field: string, text: string): string {
+  if (LINK.test(text)) {
+    throw new MessageRuleError(field, `${field} must not contain a link (an http(s):// URL, a www. name or a host name with a path); send the code alone`, 'url_not_allowed');
+  }
+  return text;
+}
+
 /** `local@domain` with a dot in the domain and nothing that needs quoting. */
 const ADDRESS = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
 

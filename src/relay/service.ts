@@ -9,6 +9,7 @@ import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js
 import {
   boundedText,
   interpretHeaders,
+  checkNoLink,
   checkPhone,
   checkSmsPrefix,
   checkTemplateVars,
@@ -220,7 +221,7 @@ export class RelayService {
         if (!this.limits.smsFreeTextRoles.has(caller.role)) {
           throw new MessageRuleError('message', `free-text SMS are not enabled for the ${caller.role} tier on this relay; use template_code`, 'template_required');
         }
-        return { phone: number, site: siteRef, template: undefined, message: boundedText('message', input.message, MESSAGE_LIMITS.smsTextMax) };
+        return { phone: number, site: siteRef, template: undefined, message: checkNoLink('message', boundedText('message', input.message, MESSAGE_LIMITS.smsTextMax)) };
       }
       throw new MessageRuleError('message', 'send message or template_code');
     });

@@ -670,8 +670,13 @@ export interface paths {
          *     request is refused with 402 and nothing is queued. Destinations in
          *     unsupported countries are refused with 422 `country_not_supported`, numbers
          *     that cannot receive a 2FA SMS (premium-rate, shared-cost, toll-free, UAN,
-         *     voicemail …) with 422 `number_type_not_supported`. An operator may allow free
-         *     text (`message`) to some tiers only; the others get 422 `template_required`.
+         *     voicemail …) with 422 `number_type_not_supported`. Free text (`message`) is
+         *     off by default: a send with `message` and no `template_code` gets 422
+         *     `template_required` unless the operator allows free text to your tier. Where it
+         *     is allowed, a text with a link in it (an `http(s)://` or other `scheme://` URL,
+         *     a `www.` name, or a host name or IPv4 address followed by a path, such as
+         *     `shop.example/login`) is refused with 422 `url_not_allowed`; a host name
+         *     alone (`shop.example.com`) is not a link.
          *     Per-recipient and per-site daily anti-fraud caps answer 429; they count the
          *     sends of your account only, beside a higher guard per recipient across all
          *     accounts that holds only accounts past their first 3 messages to the
@@ -1829,7 +1834,7 @@ export interface components {
             template_code?: string;
             template_vars?: components["schemas"]["RelayTemplateVars"];
             /**
-             * @description Raw text, at most 480 characters; used only when no `template_code` is given.
+             * @description Raw text, at most 480 characters; used only when no `template_code` is given. Free text is off unless the operator allows it to the caller's tier (else 422 `template_required`), and never carries a link (422 `url_not_allowed`).
              * @default
              */
             message: string;
@@ -2335,7 +2340,7 @@ export interface components {
                 };
             };
         };
-        /** @description `country_not_supported`: SMS to the destination country are unavailable for cost or operational reasons. `number_type_not_supported`: the number cannot receive a 2FA SMS; only mobile numbers (and numbers that may be mobile) are taken, never premium-rate, shared-cost, toll-free, UAN, personal, pager or voicemail numbers. `template_required`: the operator allows free text (`message`) only to some tiers; use `template_code`. `unknown_template`: no template of that name. `invalid_request`: neither `template_code` nor `message` is given, `template_code` is given without `template_vars`, or a value breaks a rule the relay checks itself (a line break in a value, an over-long site name). */
+        /** @description `country_not_supported`: SMS to the destination country are unavailable for cost or operational reasons. `number_type_not_supported`: the number cannot receive a 2FA SMS; only mobile numbers (and numbers that may be mobile) are taken, never premium-rate, shared-cost, toll-free, UAN, personal, pager or voicemail numbers. `template_required`: free text (`message`) is off on this relay (the default) or allowed only to some tiers; use `template_code`. `url_not_allowed`: the free text holds a link (a `scheme://` URL, a `www.` name, or a host name or IPv4 address followed by a path). `unknown_template`: no template of that name. `invalid_request`: neither `template_code` nor `message` is given, `template_code` is given without `template_vars`, or a value breaks a rule the relay checks itself (a line break in a value, an over-long site name). */
         RelaySmsUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2348,7 +2353,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["RelayError"] & {
                     /** @enum {string} */
-                    code: "country_not_supported" | "number_type_not_supported" | "template_required" | "unknown_template" | "invalid_request";
+                    code: "country_not_supported" | "number_type_not_supported" | "template_required" | "url_not_allowed" | "unknown_template" | "invalid_request";
                 };
             };
         };
