@@ -204,6 +204,8 @@ export type Config = {
   migrateOnStart: boolean;
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; unset, it answers loopback callers only. */
   metricsToken: string | undefined;
+  /** Without a token, GET /metrics answers unproxied loopback callers; false with NODE_ENV=production (a token is required). */
+  metricsLoopback: boolean;
   /** The public allowance of unauthenticated callers: per address (/64), and per wider IPv6 prefix. */
   publicLimits: PublicLimits;
   /** Server errors (but 503) a key or address may meet per day before its charges stand and it is refused. */
@@ -304,6 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: e.WORKERS,
     migrateOnStart: e.MIGRATE_ON_START,
     metricsToken: e.METRICS_TOKEN,
+    metricsLoopback: e.NODE_ENV !== 'production',
     publicLimits: { ...DEFAULT_PUBLIC_LIMITS, v6AggregatePrefix: e.PUBLIC_V6_AGGREGATE_PREFIX, v6AggregateLimit: e.PUBLIC_V6_AGGREGATE_LIMIT },
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
