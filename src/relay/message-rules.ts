@@ -1,6 +1,7 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { parsePhoneNumberFromString, type NumberType } from 'libphonenumber-js/max';
 import { siteHost } from '../keys/sites.js';
+import { isPrintableLine } from '../text.js';
 
 /**
  * What a relayed message may hold, checked by the relay service itself whatever the route or
@@ -58,11 +59,12 @@ export function boundedText(field: string, value: string, max: number): string {
 }
 
 /**
- * A name that may prefix an SMS: one line, printable, at most `smsPrefixMax` characters. The
+ * A name that may prefix an SMS: one line, printable (src/text.ts: no control character, no
+ * bidi control), at most `smsPrefixMax` characters. The
  * site's host at each send and a white-label sender name when it is set are checked here alike.
  */
 export function checkSmsPrefix(field: string, name: string, what = field): string {
-  if (LINE_BREAK.test(name) || CONTROL.test(name)) throw new MessageRuleError(field, `${what} must be one line without control characters`);
+  if (!isPrintableLine(name)) throw new MessageRuleError(field, `${what} must be one line without control or bidirectional formatting characters`);
   if (name.length > MESSAGE_LIMITS.smsPrefixMax) {
     throw new MessageRuleError(field, `${what}, which prefixes the SMS, is longer than ${MESSAGE_LIMITS.smsPrefixMax} characters`);
   }

@@ -4,7 +4,7 @@ import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../acco
 import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
-import { KeyError } from '../keys/keys.js';
+import { KEY_NAME_MAX, KeyError } from '../keys/keys.js';
 import { BundleError } from '../relay/ledger.js';
 import { field, pageContext, type WebDeps } from './context.js';
 
@@ -77,7 +77,7 @@ export function dashboardPages(deps: WebDeps) {
         created = await deps.keys.create({ role: account.role, accountId: account.id, name, audit: { actor: 'web', ip: sourceIp(req), at: deps.clock.now() } });
       } catch (err) {
         if (!(err instanceof KeyError)) throw err;
-        return show(res, { keyError: 'A key name is one line of at most 100 characters.' }, 400);
+        return show(res, { keyError: `A key name is one line of at most ${KEY_NAME_MAX} printable characters, without < or >.` }, 400);
       }
       // POST-redirect-GET: reloading the page that shows the key must not make another key. The
       // key waits for that page in the session, sealed under the session's id (never in a URL,

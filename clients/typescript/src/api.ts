@@ -1409,7 +1409,7 @@ export interface components {
                 /** @description Units charged to the report quota today. */
                 reportsToday: number;
             };
-            /** @description The name the key was given when it was created (empty when none). */
+            /** @description The name the key was given when it was created (empty when none): a label of at most 100 printable characters on one line, without control or bidirectional formatting characters and without `<` or `>` (a name given before these were refused is shown without them). Escape it like any text where you show it. */
             keyName: string;
             /**
              * @description The role in the form the ReportedIP WordPress plugins map to a tier (`reportedip_` and the role identifier).
