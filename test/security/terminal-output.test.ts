@@ -77,6 +77,21 @@ describe('key names on the dashboard form', () => {
   });
 });
 
+describe('the same rule for SMS sender names', () => {
+  it('refuses a bidi control in a white-label sender name (it prefixes SMS), and keeps the name unchanged', async () => {
+    await s.pool.query("update accounts set role = 'business', licences = 2 where id = $1", [accountId]);
+    try {
+      await web.get('/account');
+      expect((await web.post('/account/sender-name', { sender_name: 'Shop\u202eKNAB' })).status).toBe(400);
+      expect((await web.post('/account/sender-name', { sender_name: 'Shop\u009b2J' })).status).toBe(400);
+      expect((await s.pool.query('select sender_name from accounts where id = $1', [accountId])).rows[0].sender_name).toBeNull();
+      expect((await web.post('/account/sender-name', { sender_name: 'Bäckerei Müller' })).status).toBe(303);
+    } finally {
+      await s.pool.query("update accounts set role = 'free', licences = 1, sender_name = null where id = $1", [accountId]);
+    }
+  });
+});
+
 describe('the CLI', () => {
   it('refuses such a name in `trs keys create --name` and makes nothing', async (t) => {
     if (s.db.embedded) return t.skip(); // the CLI joins the server's database: a second process on a server
