@@ -146,6 +146,7 @@ export function buildApp(deps: AppDeps): Express {
     reputation,
     relay,
     ledger,
+    webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
   const bouncerRepository = new BouncerRepository(pool);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);

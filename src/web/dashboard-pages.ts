@@ -5,6 +5,7 @@ import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
 import { KEY_NAME_MAX, KeyError } from '../keys/keys.js';
+import { CheckoutPending } from '../payments/stripe.js';
 import { BundleError } from '../relay/ledger.js';
 import { field, pageContext, type WebDeps } from './context.js';
 
@@ -123,6 +124,7 @@ export function dashboardPages(deps: WebDeps) {
         res.redirect(303, await deps.stripe.checkout({ id: account.id, email: account.email }, bundleId));
       } catch (err) {
         if (err instanceof BundleError) return show(res, { buyError: 'This bundle is not for sale here.' }, 404);
+        if (err instanceof CheckoutPending) return show(res, { buyError: 'The payment page is being opened; try again in a few seconds.' }, 409);
         req.log?.error({ err: (err as Error).message }, 'Stripe Checkout session could not be created');
         return show(res, { buyError: 'The payment page could not be opened; try again in a minute.' }, 502);
       }

@@ -16,6 +16,8 @@ import { Migration20261126100000BundlePurchases } from './Migration2026112610000
 import { Migration20261126110000SessionFlash } from './Migration20261126110000SessionFlash.js';
 import { Migration20261126120000SenderNameBound } from './Migration20261126120000SenderNameBound.js';
 import { Migration20261127000000DailyRollups } from './Migration20261127000000DailyRollups.js';
+import { Migration20261128000000CheckoutSessions } from './Migration20261128000000CheckoutSessions.js';
+import { Migration20261128000100BundleDisputes } from './Migration20261128000100BundleDisputes.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -36,4 +38,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126110000SessionFlash', class: Migration20261126110000SessionFlash },
   { name: 'Migration20261126120000SenderNameBound', class: Migration20261126120000SenderNameBound },
   { name: 'Migration20261127000000DailyRollups', class: Migration20261127000000DailyRollups },
+  { name: 'Migration20261128000000CheckoutSessions', class: Migration20261128000000CheckoutSessions },
+  { name: 'Migration20261128000100BundleDisputes', class: Migration20261128000100BundleDisputes },
 ];
