@@ -5,7 +5,7 @@ import { call } from '../support/http.js';
 import { startHttpFake } from '../support/http-fake.js';
 import { startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { signedUp, type WebClient } from '../support/web.js';
+import { signedUp, WebClient } from '../support/web.js';
 
 /**
  * The payment findings of the review of 2026-11-26:
@@ -123,6 +123,26 @@ describe('L2: the buy button makes one Checkout Session per account and bundle f
     expect(rows).toEqual([{ bundle_id: 'svc_mail_bundle_1000', url: [...pages][0], claim: null }]);
     const sent = new URLSearchParams(fake.requests.filter((r) => r.url === '/v1/checkout/sessions').at(-1)!.body);
     expect(Number(sent.get('expires_at'))).toBe(Math.floor((s.clock.now().getTime() + CHECKOUT_TIMES.sessionMs) / 1000));
+  });
+
+  it('two processes, 25 presses each at once: still one session at Stripe', async (t) => {
+    if (s.db.embedded) return t.skip(); // two processes need a PostgreSQL server
+    const other = await s.sibling();
+    try {
+      // The same browser session, its requests spread over both processes.
+      const there = new WebClient(other.origin);
+      for (const [name, value] of web.cookies) there.cookies.set(name, value);
+      there.csrf = web.csrf;
+      const before = creations();
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => (i % 2 ? there : web).post('/account/bundles/svc_sms_bundle_50/buy', {})),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(50).fill(303));
+      expect(new Set(answers.map((a) => a.headers.get('location'))).size).toBe(1);
+      expect(creations() - before).toBe(1);
+    } finally {
+      await other.close();
+    }
   });
 
   it('reuses the open session until it nears its expiry; another bundle has its own', async () => {
