@@ -72,7 +72,7 @@ export interface AppDeps {
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
-    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching'>>;
+    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'metricsLoopback' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching'>>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -155,6 +155,7 @@ export function buildApp(deps: AppDeps): Express {
     reputation,
     relay,
     ledger,
+    webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
   const bouncerRepository = new BouncerRepository(pool);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
@@ -215,7 +216,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(metrics.middleware());
   app.use(requestLogger(logger));
   app.use(canonicalPaths(PATH_ALIASES));
-  app.get('/metrics', metrics.handler(config.metricsToken));
+  app.get('/metrics', metrics.handler(config.metricsToken, config.metricsLoopback ?? true));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

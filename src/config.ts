@@ -122,12 +122,12 @@ const schema = z.object({
   RELAY_RECIPIENT_FREE: z.coerce.number().int().min(1).default(3),
   RELAY_RECIPIENT_BACKOFF_SECONDS: z.coerce.number().int().min(1).default(60),
   RELAY_RECIPIENT_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).default(3_600),
-  RELAY_RECIPIENT_GLOBAL_DAILY: z.coerce.number().int().min(1).default(20),
+  RELAY_RECIPIENT_GLOBAL_DAILY: z.coerce.number().int().min(1).default(200),
   RELAY_SITE_DAILY_CAP: z.coerce.number().int().min(1).default(1_000),
   RELAY_SMS_FREE_TEXT_ROLES: z
     .string()
     .regex(/^((professional|business|enterprise)(,(professional|business|enterprise))*)?$/, 'must be relay roles (professional, business, enterprise) separated by commas, or empty')
-    .default('professional,business,enterprise'),
+    .default(''),
   RELAY_RETRY_LIMIT: z.coerce.number().int().min(0).max(20).default(5),
   RELAY_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).default(30),
   RELAY_MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),
@@ -213,6 +213,8 @@ export type Config = {
   migrateOnStart: boolean;
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; unset, it answers loopback callers only. */
   metricsToken: string | undefined;
+  /** Without a token, GET /metrics answers unproxied loopback callers; false with NODE_ENV=production (a token is required). */
+  metricsLoopback: boolean;
   /** The public allowance of unauthenticated callers: per address (/64), and per wider IPv6 prefix. */
   publicLimits: PublicLimits;
   /** Server errors (but 503) a key or address may meet per day before its charges stand and it is refused. */
@@ -319,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: e.WORKERS,
     migrateOnStart: e.MIGRATE_ON_START,
     metricsToken: e.METRICS_TOKEN,
+    metricsLoopback: e.NODE_ENV !== 'production',
     publicLimits: { ...DEFAULT_PUBLIC_LIMITS, v6AggregatePrefix: e.PUBLIC_V6_AGGREGATE_PREFIX, v6AggregateLimit: e.PUBLIC_V6_AGGREGATE_LIMIT },
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },

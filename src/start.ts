@@ -103,6 +103,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
   const { port } = server.address() as AddressInfo;
   const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ host: config.host, port, docs: `/api/v2/docs` }, 'listening');
+  if (!config.metricsToken && !config.metricsLoopback) logger.warn('GET /metrics answers 403 until METRICS_TOKEN is set (required with NODE_ENV=production)');
 
   return {
     origin,

@@ -23,6 +23,9 @@ export const AUDIT_KINDS = [
   // bundles), and the refund of such a purchase, which took nothing back.
   'bundle_purchase_unapplied',
   'bundle_refund_unapplied',
+  // A chargeback opened on a purchase took its credits back; a dispute won gave them back.
+  'bundle_dispute',
+  'bundle_dispute_won',
   'relay_mail',
   'relay_sms',
 ] as const;

@@ -26,6 +26,7 @@ import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
 import { Bouncers, DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
 import { BouncerRepository, type Bouncer } from '../crowdsec/repository.js';
+import { escapeUnprintable, printableJson } from '../text.js';
 
 /**
  * The operator's command line: `npx trs <command>` (the package's `bin`, compiled), or
@@ -53,8 +54,13 @@ async function withDatabase<T>(work: (db: Database) => Promise<T>, migrate?: Mig
   }
 }
 
+/**
+ * Every answer of a command goes out here, as JSON or as text: what users gave (key names, a
+ * bouncer's User-Agent, provider errors …) reaches the operator's terminal with its control and
+ * bidi characters escaped (src/text.ts), so it cannot act on the terminal or reorder a line.
+ */
 function print(value: unknown, json: boolean, text: () => string): void {
-  process.stdout.write(json ? JSON.stringify(value) + '\n' : text() + '\n');
+  process.stdout.write(json ? printableJson(value) + '\n' : escapeUnprintable(text()) + '\n');
 }
 
 const keys = program.command('keys').description('create, list and revoke API keys');
@@ -503,6 +509,6 @@ program
 accountCommands(program, withDatabase, print);
 
 program.parseAsync().catch((err: unknown) => {
-  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`error: ${escapeUnprintable(err instanceof Error ? err.message : String(err))}\n`);
   process.exitCode = 1;
 });

@@ -103,16 +103,20 @@ export class Metrics {
   }
 
   /**
-   * GET /metrics: with METRICS_TOKEN set, only for `Authorization: Bearer <token>`; without it,
-   * only for a caller on loopback that came through no proxy (a proxied request, even from a
-   * proxy on loopback, carries a forwarding header and is refused), so the metrics are never
-   * public by accident.
+   * GET /metrics: with METRICS_TOKEN set, only for `Authorization: Bearer <token>`. Without it,
+   * only where `loopback` allows it (outside production) and only for a caller on loopback that
+   * came through no proxy: a request carrying any header a proxy adds (see {@link proxied}),
+   * even from a proxy on loopback, is refused, so the metrics are never public by accident. With
+   * NODE_ENV=production a token is required: without one every caller gets 403 saying so.
    */
-  handler(token: string | undefined) {
+  handler(token: string | undefined, loopback = true) {
     return async (req: Request, res: Response) => {
       if (!token) {
-        const proxied = req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined;
-        if (proxied || !isLoopback(req.ip ?? req.socket.remoteAddress ?? '')) {
+        if (!loopback) {
+          res.status(403).type('text/plain').send('metrics need a token in production: set METRICS_TOKEN and send Authorization: Bearer <token>\n');
+          return;
+        }
+        if (proxied(req) || !isLoopback(req.ip ?? req.socket.remoteAddress ?? '')) {
           res.status(403).type('text/plain').send('metrics are served to loopback only; set METRICS_TOKEN to read them from elsewhere\n');
           return;
         }
@@ -127,6 +131,18 @@ export class Metrics {
       res.type(this.registry.contentType).send(await this.registry.metrics());
     };
   }
+}
+
+/**
+ * Headers a reverse proxy or CDN adds: `Forwarded`, `Via`, any `X-Forwarded-*` (For, Host,
+ * Proto, Port, Server …), `X-Real-IP` (nginx's usual choice), and the client-address headers
+ * of common CDNs and balancers.
+ */
+const PROXY_HEADER = /^(forwarded|via|x-forwarded-.+|x-real-ip|x-client-ip|x-cluster-client-ip|x-original-forwarded-for|true-client-ip|cf-connecting-ip|fastly-client-ip)$/;
+
+/** Whether a request came through a proxy, by any header such a proxy adds. */
+export function proxied(req: Request): boolean {
+  return Object.keys(req.headers).some((name) => PROXY_HEADER.test(name));
 }
 
 function isLoopback(address: string): boolean {

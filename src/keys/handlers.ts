@@ -2,6 +2,7 @@ import { sendData } from '../http/envelope.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { Clock } from '../clock.js';
 import { dailyLimit, hasFeature, permissionsOf } from './roles.js';
+import { shownKeyName } from './keys.js';
 import type { KeySites } from './sites.js';
 import { nextUtcMidnight } from '../clock.js';
 import type { UsageReader } from './usage.js';
@@ -23,7 +24,8 @@ export function keyHandlers(usage: UsageReader, sites: KeySites, clock: Clock): 
         rateLimits: { checksPerDay, reportsPerDay },
         usage: { checksToday: today.check, reportsToday: today.report },
         // The same facts in the form the ReportedIP clients read them.
-        keyName: caller.keyName,
+        // A name given before `<`, `>` and unprintable characters were refused loses them here.
+        keyName: shownKeyName(caller.keyName),
         userRole: `reportedip_${caller.role}`,
         isHoneypotKey: caller.role === 'honeypot',
         limits: {

@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { AccountEntity, ApiKeyEntity, ROLES, type Role } from '../db/entities.js';
 import { LICENCES, ROLE_POLICIES } from './roles.js';
 import { AUDIT_INSERT, auditValues, type Actor } from '../account/audit.js';
+import { isPrintableLine, withoutUnprintable } from '../text.js';
 
 /**
  * API keys: `trs_` followed by 32 random bytes in base64url (256 bits of entropy). Only the
@@ -57,6 +58,29 @@ export interface KeyListing {
 
 export class KeyError extends Error {}
 
+/** The longest key name. */
+export const KEY_NAME_MAX = 100;
+const MARKUP = /[<>]/;
+
+/**
+ * A key's name is a label (the site it is for): at most 100 characters on one line of printable
+ * characters (src/text.ts: no control character, C1 and bidi controls included, which the CLI
+ * would otherwise print raw), without `<` or `>` (it reaches the ReportedIP plugins' pages as
+ * `keyName`). Returns the name trimmed.
+ */
+export function checkKeyName(input: string): string {
+  const name = input.trim();
+  if (name.length > KEY_NAME_MAX || !isPrintableLine(name) || MARKUP.test(name)) {
+    throw new KeyError(`a key name is at most ${KEY_NAME_MAX} printable characters on one line, without < or >`);
+  }
+  return name;
+}
+
+/** A key's name as /verify-key shows it: a name given before the rule held loses what it breaks. */
+export function shownKeyName(name: string): string {
+  return withoutUnprintable(name).replace(/[<>]/g, '');
+}
+
 /** Business accounts hold 2 to 20 licences; every other role exactly one. */
 export function checkLicences(role: Role, licences: number | undefined): number {
   if (!ROLE_POLICIES[role].licensed) {
@@ -88,8 +112,7 @@ export class KeyService {
     name?: string;
     audit?: { actor: Actor; ip?: string; at?: Date };
   }): Promise<CreatedKey> {
-    const name = (input.name ?? '').trim();
-    if (name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw new KeyError('a key name is at most 100 characters on one line');
+    const name = checkKeyName(input.name ?? '');
     const em = this.em.fork();
     return em.transactional(async (tx) => {
       const account = input.accountId

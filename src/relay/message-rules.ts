@@ -1,6 +1,7 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { parsePhoneNumberFromString, type NumberType } from 'libphonenumber-js/max';
 import { SITE_URL_RULE, siteHost } from '../keys/sites.js';
+import { isPrintableLine } from '../text.js';
 
 /**
  * What a relayed message may hold, checked by the relay service itself whatever the route or
@@ -58,15 +59,32 @@ export function boundedText(field: string, value: string, max: number): string {
 }
 
 /**
- * A name that may prefix an SMS: one line, printable, at most `smsPrefixMax` characters. The
+ * A name that may prefix an SMS: one line, printable (src/text.ts: no control character, no
+ * bidi control), at most `smsPrefixMax` characters. The
  * site's host at each send and a white-label sender name when it is set are checked here alike.
  */
 export function checkSmsPrefix(field: string, name: string, what = field): string {
-  if (LINE_BREAK.test(name) || CONTROL.test(name)) throw new MessageRuleError(field, `${what} must be one line without control characters`);
+  if (!isPrintableLine(name)) throw new MessageRuleError(field, `${what} must be one line without control or bidirectional formatting characters`);
   if (name.length > MESSAGE_LIMITS.smsPrefixMax) {
     throw new MessageRuleError(field, `${what}, which prefixes the SMS, is longer than ${MESSAGE_LIMITS.smsPrefixMax} characters`);
   }
   return name;
+}
+
+/**
+ * A link in a free-text SMS: any `scheme://`, a `www.` name, or a host name or IPv4 address
+ * followed by a path (`paypa1-secure.example/login`, `bit.ly/x`, `203.0.113.9/x`), dots
+ * including the ideographic and full-width ones a browser reads as dots. A host named alone
+ * ("your code for shop.example.com") is not a link by this rule: sites name themselves.
+ */
+const LINK = /[a-z][a-z0-9+.-]*:\/\/|(?<![\p{L}\p{N}])www\d{0,3}[.\u3002\uFF0E\uFF61]|[\p{L}\p{N}-]+[.\u3002\uFF0E\uFF61]\p{L}[\p{L}\p{N}-]*(?::\d{1,5})?\/|\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\//iu;
+
+/** Free text of an SMS: no link in it (a 2FA SMS carries a code; a link in one is smishing). */
+export function checkNoLink(field: string, text: string): string {
+  if (LINK.test(text)) {
+    throw new MessageRuleError(field, `${field} must not contain a link (an http(s):// URL, a www. name or a host name with a path); send the code alone`, 'url_not_allowed');
+  }
+  return text;
 }
 
 /** `local@domain` with a dot in the domain and nothing that needs quoting. */

@@ -9,6 +9,7 @@ import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js
 import {
   boundedText,
   interpretHeaders,
+  checkNoLink,
   checkPhone,
   checkSmsPrefix,
   checkTemplateVars,
@@ -33,7 +34,10 @@ export interface RelayLimits {
   recipientFree: number;
   recipientBackoffBaseSeconds: number;
   recipientBackoffMaxSeconds: number;
-  /** Messages a recipient gets from all accounts together in 24 hours (against SMS pumping). */
+  /**
+   * Messages a recipient gets from all accounts together in 24 hours before the accounts past
+   * their `recipientFree` messages to it are refused (against SMS pumping); see `throttle`.
+   */
   recipientGlobalDaily: number;
   /** Messages per site of an account (or per account, without `site_url`) per UTC day. */
   siteDailyCap: number;
@@ -217,7 +221,7 @@ export class RelayService {
         if (!this.limits.smsFreeTextRoles.has(caller.role)) {
           throw new MessageRuleError('message', `free-text SMS are not enabled for the ${caller.role} tier on this relay; use template_code`, 'template_required');
         }
-        return { phone: number, site: siteRef, template: undefined, message: boundedText('message', input.message, MESSAGE_LIMITS.smsTextMax) };
+        return { phone: number, site: siteRef, template: undefined, message: checkNoLink('message', boundedText('message', input.message, MESSAGE_LIMITS.smsTextMax)) };
       }
       throw new MessageRuleError('message', 'send message or template_code');
     });
@@ -302,8 +306,16 @@ export class RelayService {
    * - per account and recipient: `recipientFree` messages in 24 hours freely; each further one
    *   must wait, after the previous one, a backoff that doubles each time (base, 2 x base, ...
    *   up to the maximum);
-   * - per recipient across all accounts: at most `recipientGlobalDaily` in 24 hours, a higher
-   *   guard against SMS pumping and mail bombing through many accounts.
+   * - per recipient across all accounts: once the recipient has had `recipientGlobalDaily`
+   *   messages in 24 hours, an account that has already sent it `recipientFree` of them is
+   *   refused until the oldest of the day is 24 hours old (against SMS pumping and mail bombing
+   *   through many accounts). An account's own free messages are never refused for what other
+   *   accounts sent, so no tenant's volume locks another tenant's 2FA out. Bound: in any 24
+   *   hours a recipient gets at most `recipientGlobalDaily` + `recipientFree` x (accounts that
+   *   sent to it) messages, each account at most its free ones past the ceiling.
+   *
+   * Every message counts, failed ones too: each was a send the account asked for (and may have
+   * reached the provider), and counting it can refuse only the account that sent it.
    *
    * The per-site daily cap (per account and site, or per account without `site_url`) and the
    * key's distinct sites per day (so that changing `site_url` on every send does not escape the
@@ -311,16 +323,14 @@ export class RelayService {
    */
   private throttle(history: RecipientHistory, now: Date): void {
     const { mine, last, all, oldest } = history;
-    if (mine >= this.limits.recipientFree && last) {
-      const waitSeconds = Math.min(
-        this.limits.recipientBackoffMaxSeconds,
-        this.limits.recipientBackoffBaseSeconds * 2 ** (mine - this.limits.recipientFree),
-      );
-      const retryAfter = Math.ceil((last.getTime() + waitSeconds * 1000 - now.getTime()) / 1000);
-      if (retryAfter > 0) {
-        throw relayError('rate_limited', 'recipient_backoff', `Too many messages to this recipient; retry in ${retryAfter} seconds.`, retryAfter);
-      }
+    // The account's free messages to this recipient: never refused, whatever others sent.
+    if (mine < this.limits.recipientFree || !last) return;
+    const waitSeconds = Math.min(this.limits.recipientBackoffMaxSeconds, this.limits.recipientBackoffBaseSeconds * 2 ** (mine - this.limits.recipientFree));
+    const retryAfter = Math.ceil((last.getTime() + waitSeconds * 1000 - now.getTime()) / 1000);
+    if (retryAfter > 0) {
+      throw relayError('rate_limited', 'recipient_backoff', `Too many messages to this recipient; retry in ${retryAfter} seconds.`, retryAfter);
     }
+    // Past its free messages, an account that contributed to a recipient's ceiling is held by it.
     if (all >= this.limits.recipientGlobalDaily && oldest) {
       const retryAfter = Math.max(1, secondsUntil(now, new Date(oldest.getTime() + DAY_MS)));
       throw relayError('rate_limited', 'recipient_backoff', `This recipient has had too many messages today; retry in ${retryAfter} seconds.`, retryAfter);

@@ -4,7 +4,8 @@ import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../acco
 import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
-import { KeyError } from '../keys/keys.js';
+import { KEY_NAME_MAX, KeyError } from '../keys/keys.js';
+import { CheckoutPending } from '../payments/stripe.js';
 import { BundleError } from '../relay/ledger.js';
 import { field, pageContext, type WebDeps } from './context.js';
 
@@ -77,7 +78,7 @@ export function dashboardPages(deps: WebDeps) {
         created = await deps.keys.create({ role: account.role, accountId: account.id, name, audit: { actor: 'web', ip: sourceIp(req), at: deps.clock.now() } });
       } catch (err) {
         if (!(err instanceof KeyError)) throw err;
-        return show(res, { keyError: 'A key name is one line of at most 100 characters.' }, 400);
+        return show(res, { keyError: `A key name is one line of at most ${KEY_NAME_MAX} printable characters, without < or >.` }, 400);
       }
       // POST-redirect-GET: reloading the page that shows the key must not make another key. The
       // key waits for that page in the session, sealed under the session's id (never in a URL,
@@ -123,6 +124,7 @@ export function dashboardPages(deps: WebDeps) {
         res.redirect(303, await deps.stripe.checkout({ id: account.id, email: account.email }, bundleId));
       } catch (err) {
         if (err instanceof BundleError) return show(res, { buyError: 'This bundle is not for sale here.' }, 404);
+        if (err instanceof CheckoutPending) return show(res, { buyError: 'The payment page is being opened; try again in a few seconds.' }, 409);
         req.log?.error({ err: (err as Error).message }, 'Stripe Checkout session could not be created');
         return show(res, { buyError: 'The payment page could not be opened; try again in a minute.' }, 502);
       }

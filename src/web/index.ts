@@ -15,6 +15,7 @@ import type { Orm } from '../db/orm.js';
 import type { Pool } from '../db/pool.js';
 import { KeyService } from '../keys/keys.js';
 import type { Meter } from '../keys/usage.js';
+import { CheckoutSessions } from '../payments/checkouts.js';
 import { StripePayments, stripeWebhookRouter } from '../payments/stripe.js';
 import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';
 import type { BundleLedger } from '../relay/ledger.js';
@@ -38,6 +39,8 @@ export interface WebParts {
   reputation: ReputationService;
   relay: RelayService;
   ledger: BundleLedger;
+  /** How far from now a payment webhook's signature time may be, either way (PAYMENT_WEBHOOK_TOLERANCE_SECONDS). */
+  webhookToleranceSeconds: number;
 }
 
 /**
@@ -61,7 +64,7 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
   const audit = new AuditTrail(pool, clock, web.auditRetentionMs);
   const publicUrl = () => web.publicUrl;
   const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web));
-  const stripe = parts.stripe && new StripePayments(parts.stripe, publicUrl);
+  const stripe = parts.stripe && new StripePayments(parts.stripe, publicUrl, new CheckoutSessions(pool), clock);
   let csrfKey: Promise<Buffer> | undefined;
   const pages = webRouter({
     config: web,
@@ -85,5 +88,5 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
       return csrfKey;
     },
   });
-  return { pages, stripeWebhook: stripe && stripeWebhookRouter(stripe, parts.ledger, logger) };
+  return { pages, stripeWebhook: stripe && stripeWebhookRouter(stripe, parts.ledger, logger, clock, parts.webhookToleranceSeconds) };
 }

@@ -27,7 +27,7 @@ const NO_POLL = { pollSeconds: 300 };
 
 async function server(relay: Partial<RelayConfig>, delivery: Partial<RelayConfig['delivery']> = {}): Promise<TestServer> {
   const s = await startTestServer({
-    config: { relay: { ...relay, delivery: { ...NO_POLL, ...delivery } as RelayConfig['delivery'] } },
+    config: { relay: { smsFreeTextRoles: ['professional', 'business', 'enterprise'], ...relay, delivery: { ...NO_POLL, ...delivery } as RelayConfig['delivery'] } },
   });
   servers.push(s);
   return s;

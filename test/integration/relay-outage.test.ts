@@ -27,6 +27,7 @@ describe('provider outage', () => {
     const relay = {
       mail: { smtpUrl: smtp.url, from: 'Relay <relay@mail.example.net>' },
       sms: { url: sms.url, token: sms.token },
+      smsFreeTextRoles: ['enterprise' as const],
       // Retries 1, 2, 4, 8 … s apart: enough to outlast the outage below.
       retryLimit: 10,
       retryDelaySeconds: 1,

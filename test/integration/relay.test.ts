@@ -32,6 +32,8 @@ beforeAll(async () => {
           dkim: { domainName: 'mail.example.net', keySelector: 'trs2026', keyFile },
         },
         sms: { url: sms.url, token: sms.token, sender: 'Example' },
+        // Free-text SMS are off by default (templates only); these tests send both.
+        smsFreeTextRoles: ['professional', 'business', 'enterprise'],
         retryLimit: 1,
         retryDelaySeconds: 1,
       },

@@ -32,7 +32,7 @@ beforeAll(async () => {
   smtp = await startSmtp();
   sms = await startSmsProvider();
   s = await startTestServer({
-    config: { relay: { mail: { smtpUrl: smtp.url, from: 'relay@example.net' }, sms: { url: sms.url, token: sms.token } } },
+    config: { relay: { mail: { smtpUrl: smtp.url, from: 'relay@example.net' }, sms: { url: sms.url, token: sms.token }, smsFreeTextRoles: ['professional'] } },
     timeouts: { headersMs: 1_000, requestMs: 2_000, keepAliveMs: 1_000 },
   });
 });

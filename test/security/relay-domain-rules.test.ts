@@ -26,7 +26,8 @@ beforeAll(async () => {
   const created = await s.createKey('enterprise');
   caller = { keyId: created.keyId, keyName: '', accountId: created.accountId, role: 'enterprise', licences: 1 };
   const queue = { enqueue: async (_channel: string, id: number) => void queued.push(id), wake: () => undefined } as unknown as RelayQueue;
-  const config = loadConfig({});
+  // Free text is allowed here (it is off by default) so that its own bounds are reached.
+  const config = loadConfig({ RELAY_SMS_FREE_TEXT_ROLES: 'enterprise' });
   service = new RelayService(new RelayRepository(s.pool), queue, { ...relayLimits(config.relay), channels: { mail: true, sms: true } }, s.clock, new KeySites(s.pool, s.clock), new SmsTemplates(s.pool, s.clock));
 });
 afterAll(async () => {

@@ -41,7 +41,7 @@ export interface TestServer {
 
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'rules' | 'blacklistCacheBytes' | 'reportBatching'>> & {
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'metricsLoopback' | 'rules' | 'blacklistCacheBytes' | 'reportBatching'>> & {
     relay?: Partial<RelayConfig>;
     /** The pages' settings; `publicUrl` defaults to the test server's own origin. */
     web?: Partial<WebConfig>;
@@ -81,6 +81,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     publicLimits: options.config?.publicLimits ?? defaults.publicLimits,
     faultBudget: options.config?.faultBudget ?? defaults.faultBudget,
     metricsToken: options.config?.metricsToken,
+    metricsLoopback: options.config?.metricsLoopback ?? defaults.metricsLoopback,
     rules: options.config?.rules ?? defaults.rules,
     keyCacheMs: options.config?.keyCacheMs ?? 0,
     blacklistCacheBytes: options.config?.blacklistCacheBytes ?? defaults.blacklistCacheBytes,

@@ -670,11 +670,17 @@ export interface paths {
          *     request is refused with 402 and nothing is queued. Destinations in
          *     unsupported countries are refused with 422 `country_not_supported`, numbers
          *     that cannot receive a 2FA SMS (premium-rate, shared-cost, toll-free, UAN,
-         *     voicemail …) with 422 `number_type_not_supported`. An operator may allow free
-         *     text (`message`) to some tiers only; the others get 422 `template_required`.
+         *     voicemail …) with 422 `number_type_not_supported`. Free text (`message`) is
+         *     off by default: a send with `message` and no `template_code` gets 422
+         *     `template_required` unless the operator allows free text to your tier. Where it
+         *     is allowed, a text with a link in it (an `http(s)://` or other `scheme://` URL,
+         *     a `www.` name, or a host name or IPv4 address followed by a path, such as
+         *     `shop.example/login`) is refused with 422 `url_not_allowed`; a host name
+         *     alone (`shop.example.com`) is not a link.
          *     Per-recipient and per-site daily anti-fraud caps answer 429; they count the
          *     sends of your account only, beside a higher guard per recipient across all
-         *     accounts. A templated SMS starts with the host name of `site_url` (at most 40
+         *     accounts that holds only accounts past their first 3 messages to the
+         *     recipient. A templated SMS starts with the host name of `site_url` (at most 40
          *     characters).
          *
          *     The fields of the earlier version (`to`, `vars`) are still accepted; when a
@@ -1409,7 +1415,7 @@ export interface components {
                 /** @description Units charged to the report quota today. */
                 reportsToday: number;
             };
-            /** @description The name the key was given when it was created (empty when none). */
+            /** @description The name the key was given when it was created (empty when none): a label of at most 100 printable characters on one line, without control or bidirectional formatting characters and without `<` or `>` (a name given before these were refused is shown without them). Escape it like any text where you show it. */
             keyName: string;
             /**
              * @description The role in the form the ReportedIP WordPress plugins map to a tier (`reportedip_` and the role identifier).
@@ -1834,7 +1840,7 @@ export interface components {
             template_code?: string;
             template_vars?: components["schemas"]["RelayTemplateVars"];
             /**
-             * @description Raw text, at most 480 characters; used only when no `template_code` is given.
+             * @description Raw text, at most 480 characters; used only when no `template_code` is given. Free text is off unless the operator allows it to the caller's tier (else 422 `template_required`), and never carries a link (422 `url_not_allowed`).
              * @default
              */
             message: string;
@@ -2253,7 +2259,7 @@ export interface components {
                 };
             };
         };
-        /** @description Anti-fraud throttle; nothing was sent or charged. `recipient_backoff`: too many messages from this account to this recipient recently (after 3 in 24 hours each further one waits a doubling backoff), or too many to this recipient from all accounts together (20 in 24 hours by default, against SMS pumping). `site_daily_cap`: the account's daily cap for the site of `site_url` (its host name; or for the account, without `site_url`) is reached, or this key has already been used for as many different sites today as its role allows. `fault_budget_exceeded`: too many of the caller's requests met a server error today. Wait `Retry-After` seconds. */
+        /** @description Anti-fraud throttle; nothing was sent or charged. `recipient_backoff`: too many messages from this account to this recipient recently (after 3 in 24 hours each further one waits a doubling backoff), or, for an account that has already sent this recipient its 3, too many to this recipient from all accounts together (200 in 24 hours by default, against SMS pumping). An account's first 3 messages to a recipient in 24 hours are never refused for what other accounts sent. `site_daily_cap`: the account's daily cap for the site of `site_url` (its host name; or for the account, without `site_url`) is reached, or this key has already been used for as many different sites today as its role allows. `fault_budget_exceeded`: too many of the caller's requests met a server error today. Wait `Retry-After` seconds. */
         RelayTooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -2340,7 +2346,7 @@ export interface components {
                 };
             };
         };
-        /** @description `country_not_supported`: SMS to the destination country are unavailable for cost or operational reasons. `number_type_not_supported`: the number cannot receive a 2FA SMS; only mobile numbers (and numbers that may be mobile) are taken, never premium-rate, shared-cost, toll-free, UAN, personal, pager or voicemail numbers. `template_required`: the operator allows free text (`message`) only to some tiers; use `template_code`. `unknown_template`: no template of that name. `invalid_request`: neither `template_code` nor `message` is given, `template_code` is given without `template_vars`, or a value breaks a rule the relay checks itself (a line break in a value, an over-long site name). */
+        /** @description `country_not_supported`: SMS to the destination country are unavailable for cost or operational reasons. `number_type_not_supported`: the number cannot receive a 2FA SMS; only mobile numbers (and numbers that may be mobile) are taken, never premium-rate, shared-cost, toll-free, UAN, personal, pager or voicemail numbers. `template_required`: free text (`message`) is off on this relay (the default) or allowed only to some tiers; use `template_code`. `url_not_allowed`: the free text holds a link (a `scheme://` URL, a `www.` name, or a host name or IPv4 address followed by a path). `unknown_template`: no template of that name. `invalid_request`: neither `template_code` nor `message` is given, `template_code` is given without `template_vars`, or a value breaks a rule the relay checks itself (a line break in a value, an over-long site name). */
         RelaySmsUnprocessableEntity: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2353,7 +2359,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["RelayError"] & {
                     /** @enum {string} */
-                    code: "country_not_supported" | "number_type_not_supported" | "template_required" | "unknown_template" | "invalid_request";
+                    code: "country_not_supported" | "number_type_not_supported" | "template_required" | "url_not_allowed" | "unknown_template" | "invalid_request";
                 };
             };
         };

@@ -53,7 +53,7 @@ export interface BundleLedgerEntry {
   id: number;
   account: Account;
   channel: RelayChannel;
-  kind: 'purchase' | 'consumption' | 'refund' | 'release';
+  kind: 'purchase' | 'consumption' | 'refund' | 'release' | 'dispute' | 'dispute_won';
   amount: number;
   bundleId: string | null;
   /** The payment provider's event, once: a repeated event credits nothing. */
@@ -80,6 +80,24 @@ export interface BundlePurchase {
   createdAt: Date;
   refundEventId: string | null;
   refundedAt: Date | null;
+  /** The dispute (chargeback) of its payment, if one was opened. */
+  disputeRef: string | null;
+  /** Set while a dispute holds its credits back. */
+  disputedAt: Date | null;
+}
+
+/** The open Stripe Checkout Session of an account and bundle, or the claim of one being made. */
+export interface CheckoutSession {
+  [PrimaryKeyProp]?: ['account', 'bundleId'];
+  account: Account;
+  bundleId: string;
+  /** The request making the session now; null once it is made. */
+  claim: string | null;
+  sessionId: string | null;
+  url: string | null;
+  /** When the session expires, or until when the claim holds. */
+  expiresAt: Date;
+  createdAt: Date;
 }
 
 /** An SMS text an operator can extend; `{code}` and `{expiry}` are filled in. */
@@ -161,6 +179,22 @@ export const BundlePurchaseEntity = new EntitySchema<BundlePurchase>({
     createdAt: { type: 'Date', fieldName: 'created_at' },
     refundEventId: { type: 'text', fieldName: 'refund_event_id', nullable: true },
     refundedAt: { type: 'Date', fieldName: 'refunded_at', nullable: true },
+    disputeRef: { type: 'text', fieldName: 'dispute_ref', nullable: true },
+    disputedAt: { type: 'Date', fieldName: 'disputed_at', nullable: true },
+  },
+});
+
+export const CheckoutSessionEntity = new EntitySchema<CheckoutSession>({
+  name: 'CheckoutSession',
+  tableName: 'checkout_sessions',
+  properties: {
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', primary: true, deleteRule: 'cascade' },
+    bundleId: { type: 'text', fieldName: 'bundle_id', primary: true },
+    claim: { type: 'uuid', nullable: true },
+    sessionId: { type: 'text', fieldName: 'session_id', nullable: true, unique: true },
+    url: { type: 'text', nullable: true },
+    expiresAt: { type: 'Date', fieldName: 'expires_at' },
+    createdAt: { type: 'Date', fieldName: 'created_at' },
   },
 });
 
@@ -175,4 +209,4 @@ export const SmsTemplateEntity = new EntitySchema<SmsTemplate>({
   },
 });
 
-export const relayEntities = [RelayMessageEntity, RelayUsageEntity, BundleLedgerEntryEntity, BundlePurchaseEntity, SmsTemplateEntity];
+export const relayEntities = [RelayMessageEntity, RelayUsageEntity, BundleLedgerEntryEntity, BundlePurchaseEntity, CheckoutSessionEntity, SmsTemplateEntity];

@@ -16,6 +16,8 @@ import { Migration20261126100000BundlePurchases } from './Migration2026112610000
 import { Migration20261126110000SessionFlash } from './Migration20261126110000SessionFlash.js';
 import { Migration20261126120000SenderNameBound } from './Migration20261126120000SenderNameBound.js';
 import { Migration20261127000000DailyRollups } from './Migration20261127000000DailyRollups.js';
+import { Migration20261128000000CheckoutSessions } from './Migration20261128000000CheckoutSessions.js';
+import { Migration20261128000100BundleDisputes } from './Migration20261128000100BundleDisputes.js';
 import { Migration20261128010000KeySiteRefusals } from './Migration20261128010000KeySiteRefusals.js';
 import { Migration20261128010100RelayPayloadRetention } from './Migration20261128010100RelayPayloadRetention.js';
 
@@ -38,6 +40,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126110000SessionFlash', class: Migration20261126110000SessionFlash },
   { name: 'Migration20261126120000SenderNameBound', class: Migration20261126120000SenderNameBound },
   { name: 'Migration20261127000000DailyRollups', class: Migration20261127000000DailyRollups },
+  { name: 'Migration20261128000000CheckoutSessions', class: Migration20261128000000CheckoutSessions },
+  { name: 'Migration20261128000100BundleDisputes', class: Migration20261128000100BundleDisputes },
   { name: 'Migration20261128010000KeySiteRefusals', class: Migration20261128010000KeySiteRefusals },
   { name: 'Migration20261128010100RelayPayloadRetention', class: Migration20261128010100RelayPayloadRetention },
 ];
