@@ -189,7 +189,7 @@ describe('throttles', () => {
     expect((await owner.post('/account/sign-in', { email: 'target@example.org', password: PASSWORD })).status).toBe(303);
   });
 
-  it('refuse sign-in for an address past 50 failures from all sources together (guessing from many sources)', async () => {
+  it('refuse sign-in for an address past 50 failures from all sources together (guessing from many sources), but for the right password from a clean source', async () => {
     await signedUp(s, smtp, 'spread@example.org', PASSWORD);
     s.clock.advance(15 * 60_000);
     // A guesser with five sources, ten failures each: all 401, none locked per source yet.
@@ -200,11 +200,16 @@ describe('throttles', () => {
         expect((await guesser.post('/account/sign-in', { email: 'spread@example.org', password: `spread-${source}-${i}-guess` })).status).toBe(401);
       }
     }
-    // The ceiling holds for every source now, a fresh one (and the right password) included.
+    // The ceiling holds for every source now: a fresh one's guess is refused as a throttled
+    // attempt (429, not 401), and spends its clean record, so the right password from it is refused too.
     const fresh = client();
     await fresh.get('/account/sign-in');
     expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: 'one more guess here' })).status).toBe(429);
     expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(429);
+    // The owner, from a source that has not tried the address, signs in with the right password.
+    const owner = client();
+    await owner.get('/account/sign-in');
+    expect((await owner.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(303);
     s.clock.advance(15 * 60_000);
     expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(303);
   });
