@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LIBUV_DEFAULT_THREADS } from '../config.js';
 import type { Pool } from '../db/pool.js';
 
 /**
@@ -67,6 +68,14 @@ export class Metrics {
       },
     });
     if (hashing) {
+      new Gauge({
+        name: 'trs_libuv_threadpool_size',
+        help: "Threads of libuv's pool in this process (UV_THREADPOOL_SIZE it started with, else 4): password hashing leaves 2 of them free",
+        registers: [this.registry],
+        collect() {
+          this.set(Number(process.env.UV_THREADPOOL_SIZE) || LIBUV_DEFAULT_THREADS);
+        },
+      });
       new Gauge({
         name: 'trs_password_hashes_running',
         help: 'Password hashes (scrypt) running now in this process',
