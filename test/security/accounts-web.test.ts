@@ -437,6 +437,57 @@ describe('forms', () => {
     }
   });
 
+  it('keep next= to plain pages under /account: dot segments, empty segments, backslashes and encoded forms fall back to /account (POST and signed-in GET)', async () => {
+    await signedUp(s, smtp, 'next@example.org', PASSWORD);
+    const refused = [
+      // The review's: /account/..//evil.example resolved to the same-origin path //evil.example.
+      '/account/..//evil.example',
+      // The 13 of "What held", and more spellings of them.
+      '//evil.example',
+      '/\\evil.example',
+      'https://evil.example/',
+      '/account@evil.example',
+      '/account\r\nLocation: https://evil.example',
+      '/\t/evil.example',
+      '/account#@evil.example',
+      '/account/../../evil.example',
+      '/account/./..//evil.example',
+      '/account/%2e%2e/%2fevil.example',
+      '/account/..%2f..%2f%2fevil.example',
+      '/account%2f..%2f..%2f%2fevil.example',
+      '/account\\..\\..\\evil.example',
+      '/%2F%2Fevil.example',
+      '/%5Cevil.example',
+      '/account/%5C%5Cevil.example',
+      '///evil.example',
+      'javascript:alert(1)',
+      '/account/..',
+      '/account/.',
+      '/account/',
+      '/accountevil',
+      '/account?next=1#@evil.example',
+      '/account/audit?x=<script>',
+    ];
+    const kept = ['/account', '/account/audit', '/account/audit?kind=sign_in&from=2026-01-01', '/account/audit.csv', '/account/keys/new'];
+    const signedIn = client();
+    await signedIn.get('/account/sign-in');
+    expect((await signedIn.post('/account/sign-in', { email: 'next@example.org', password: PASSWORD })).status).toBe(303);
+    for (const next of [...refused, ...kept]) {
+      const expected = kept.includes(next) ? next : '/account';
+      const web = client();
+      await web.get('/account/sign-in');
+      const posted = await web.post('/account/sign-in', { email: 'next@example.org', password: PASSWORD, next });
+      expect(posted.status, JSON.stringify(next)).toBe(303);
+      expect(posted.headers.get('location'), JSON.stringify(next)).toBe(expected);
+      const got = await signedIn.get(`/account/sign-in?next=${encodeURIComponent(next)}`);
+      expect(got.status, JSON.stringify(next)).toBe(303);
+      expect(got.headers.get('location'), JSON.stringify(next)).toBe(expected);
+    }
+    // The anonymous form carries only what it would redirect to.
+    const form = await client().get(`/account/sign-in?next=${encodeURIComponent('/account/..//evil.example')}`);
+    expect(form.text).toContain('name="next" value="/account"');
+  });
+
   it('refuse CR/LF in an address, a key name and a sender name; no mail goes out', async () => {
     const web = client();
     await web.get('/account/register');
