@@ -147,6 +147,7 @@ export function buildApp(deps: AppDeps): Express {
     clock,
     logger,
     web: config.web ?? loadConfig({}).web,
+    v6NetworkPrefix: config.publicLimits.v6AggregatePrefix,
     stripe: config.stripe,
     relayMail: config.relay.mail,
     meter,

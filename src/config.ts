@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Role } from './db/entities.js';
@@ -154,6 +155,11 @@ const schema = z.object({
   VERIFY_LINK_HOURS: z.coerce.number().positive().max(24 * 14).default(24),
   RESET_LINK_MINUTES: z.coerce.number().int().min(5).max(24 * 60).default(60),
   PASSWORD_SCRYPT_COST: z.coerce.number().int().min(14).max(20).default(15),
+  PASSWORD_HASH_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
+  PASSWORD_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).optional(),
+  /** libuv's own variable, read here only to size the hashing under it (see passwordHashing). */
+  UV_THREADPOOL_SIZE: z.coerce.number().int().min(1).max(1024).optional(),
+  ACCOUNT_VERIFY_RESEND_MINUTES: z.coerce.number().int().min(1).max(24 * 60).default(10),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
   SERVICE_NAME: z.string().min(1).max(60).regex(/^[^\r\n<>]+$/, 'must be one line without < or >').default('Threat-Reputation Service'),
   RELAY_MAIL_FOOTER: z.string().max(500).optional(),
@@ -184,8 +190,16 @@ export interface WebConfig {
   /** From of account mails; the relay's From when unset. */
   mailFrom: string | undefined;
   verifyTtlMs: number;
+  /** A sign-in to an unconfirmed account mails a new link at most this often (ACCOUNT_VERIFY_RESEND_MINUTES). */
+  verifyResendMs: number;
   resetTtlMs: number;
   scryptCost: number;
+  /**
+   * Password hashes (scrypt, 2^cost × 1 KiB each) that run at once in this process, and how many
+   * more may wait for one; beyond that a page answers 503 (PASSWORD_HASH_CONCURRENCY, _QUEUE).
+   */
+  hashConcurrency: number;
+  hashQueue: number;
   auditRetentionMs: number;
   serviceName: string;
 }
@@ -209,6 +223,8 @@ export type Config = {
   dbPoolMax: number;
   /** Server processes on this machine (node:cluster); 1 runs in this process. */
   workers: number;
+  /** UV_THREADPOOL_SIZE the supervisor starts its workers with (see passwordHashing); undefined: theirs is the operator's. */
+  workerThreadPool: number | undefined;
   /** Apply pending migrations on start; false: refuse to start while any is pending (`trs db migrate` first). */
   migrateOnStart: boolean;
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; unset, it answers loopback callers only. */
@@ -309,6 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const mail = mailConfig(e, problems);
   const sms = smsConfig(e, problems);
   const stripe = stripeConfig(e, env, problems);
+  const { workerThreadPool, ...hashing } = passwordHashing(e, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return {
     port: e.PORT,
@@ -319,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     dbPoolMax: e.DB_POOL_MAX,
     workers: e.WORKERS,
+    workerThreadPool,
     migrateOnStart: e.MIGRATE_ON_START,
     metricsToken: e.METRICS_TOKEN,
     metricsLoopback: e.NODE_ENV !== 'production',
@@ -364,8 +382,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sessionIdleMs: e.SESSION_IDLE_HOURS * 3_600_000,
       mailFrom: e.ACCOUNT_MAIL_FROM,
       verifyTtlMs: e.VERIFY_LINK_HOURS * 3_600_000,
+      verifyResendMs: e.ACCOUNT_VERIFY_RESEND_MINUTES * 60_000,
       resetTtlMs: e.RESET_LINK_MINUTES * 60_000,
       scryptCost: e.PASSWORD_SCRYPT_COST,
+      ...hashing,
       auditRetentionMs: e.AUDIT_RETENTION_DAYS * 86_400_000,
       serviceName: e.SERVICE_NAME,
     },
@@ -391,6 +411,35 @@ function stripeConfig(e: Env, env: NodeJS.ProcessEnv, problems: string[]): Strip
   return e.STRIPE_SECRET_KEY && e.STRIPE_WEBHOOK_SECRET
     ? { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, prices, apiBase: e.STRIPE_API_BASE }
     : undefined;
+}
+
+/** Threads of libuv's pool when UV_THREADPOOL_SIZE is not set (Node's default). */
+export const LIBUV_DEFAULT_THREADS = 4;
+/** Threads of libuv's pool that password hashing always leaves to DNS look-ups and file writes. */
+export const THREADS_LEFT_BY_HASHING = 2;
+
+/**
+ * How many password hashes run at once. scrypt runs on libuv's thread pool, which DNS look-ups
+ * (the relay's SMTP and providers) and file writes (the outbox) share, so hashing never takes
+ * more than its size less THREADS_LEFT_BY_HASHING. The pool's size is fixed when a process
+ * starts, from UV_THREADPOOL_SIZE in its environment: Node reads it before any of our code runs,
+ * so a process cannot size its own. A supervisor (WORKERS > 1) starts its workers with one
+ * sized for the hashing (`workerThreadPool`, main.ts) unless the operator set one; a single
+ * process has the operator's, else Node's 4. By default as many hashes as cores, within that;
+ * the queue holds twice as many.
+ */
+function passwordHashing(e: Env, problems: string[]): { hashConcurrency: number; hashQueue: number; workerThreadPool: number | undefined } {
+  const wanted = e.PASSWORD_HASH_CONCURRENCY ?? availableParallelism();
+  const workerThreadPool = e.WORKERS > 1 && e.UV_THREADPOOL_SIZE === undefined ? Math.max(LIBUV_DEFAULT_THREADS, wanted + THREADS_LEFT_BY_HASHING) : undefined;
+  const threads = e.UV_THREADPOOL_SIZE ?? workerThreadPool ?? LIBUV_DEFAULT_THREADS;
+  const room = Math.max(1, threads - THREADS_LEFT_BY_HASHING);
+  if (e.PASSWORD_HASH_CONCURRENCY !== undefined && e.PASSWORD_HASH_CONCURRENCY > room) {
+    problems.push(
+      `  PASSWORD_HASH_CONCURRENCY: ${e.PASSWORD_HASH_CONCURRENCY} hashes at once would leave fewer than ${THREADS_LEFT_BY_HASHING} of libuv's ${threads} threads to DNS and file writes; start the server with UV_THREADPOOL_SIZE=${e.PASSWORD_HASH_CONCURRENCY + THREADS_LEFT_BY_HASHING} or more in its environment (or WORKERS > 1, whose workers get it), or lower it`,
+    );
+  }
+  const hashConcurrency = Math.min(wanted, room);
+  return { hashConcurrency, hashQueue: e.PASSWORD_HASH_QUEUE ?? 2 * hashConcurrency, workerThreadPool };
 }
 
 /** Pushes `NAME: required when …` for each variable that is not set. */

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, LIBUV_DEFAULT_THREADS, loadConfig, type Config } from './config.js';
 import { connectDatabase } from './db/connect.js';
 import { createLogger } from './logging.js';
 import { start } from './start.js';
@@ -9,6 +9,10 @@ import { start } from './start.js';
 async function serve(config: Config, logger: Logger): Promise<void> {
   // A worker's supervisor has migrated already: the worker only checks that nothing is pending.
   const running = await start(config, { logger, migrate: config.migrateOnStart && cluster.isPrimary ? 'apply' : 'verify' });
+  logger.info(
+    { hashConcurrency: config.web.hashConcurrency, hashQueue: config.web.hashQueue, threadPool: Number(process.env.UV_THREADPOOL_SIZE) || LIBUV_DEFAULT_THREADS },
+    'password hashing: at most hashConcurrency at once and hashQueue waiting, on libuv\'s threadPool threads',
+  );
 
   let stopping: { signal: NodeJS.Signals; bySupervisor: boolean; directSeen: boolean } | undefined;
   /**
@@ -75,11 +79,14 @@ type SupervisorMessage = { type: typeof STOP_MESSAGE; signal: NodeJS.Signals } |
 async function supervise(config: Config, logger: Logger): Promise<void> {
   const database = await connectDatabase(config, logger, { migrate: config.migrateOnStart ? 'apply' : 'verify' });
   let stopping = false;
-  for (let i = 0; i < config.workers; i++) cluster.fork();
+  // libuv sizes a process's thread pool from its environment at start, before any code of ours:
+  // the workers get one with room for password hashing beside DNS and file writes (config.ts).
+  const fork = () => cluster.fork(config.workerThreadPool ? { UV_THREADPOOL_SIZE: String(config.workerThreadPool) } : undefined);
+  for (let i = 0; i < config.workers; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
     logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
-    cluster.fork();
+    fork();
   });
   const alive = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && !w.isDead());
   /** Sends a message; a worker whose channel is gone gets `fallback` as a signal instead. */
@@ -131,7 +138,7 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  logger.info({ workers: config.workers }, 'started worker processes');
+  logger.info({ workers: config.workers, threadPool: config.workerThreadPool ?? process.env.UV_THREADPOOL_SIZE ?? 'default' }, 'started worker processes');
 }
 
 async function main(): Promise<void> {

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
+import { hashActivity } from './account/passwords.js';
 import { PurgeJob } from './account/purge-job.js';
 import { buildApp } from './app.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
@@ -65,7 +66,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     options.database ?? connectDatabase(config, logger, { migrate: options.migrate ?? 'apply' }),
   ]);
   const relayMessages = new RelayRepository(database.pool);
-  const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()));
+  const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()), () => hashActivity);
   const relay = await startRelay(config.relay, database.url, database.pool, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),
     metrics,

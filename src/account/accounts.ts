@@ -3,14 +3,16 @@ import type { Clock } from '../clock.js';
 import type { SignupMode, WebConfig } from '../config.js';
 import { ROLES, type Role } from '../db/entities.js';
 import type { Pool, Queryable } from '../db/pool.js';
-import { checkLicences } from '../keys/keys.js';
+import { DomainError } from '../errors.js';
+import { checkLicences, revokeAccountKeys } from '../keys/keys.js';
 import { checkSmsPrefix, MESSAGE_LIMITS, MessageRuleError } from '../relay/message-rules.js';
 import type { Actor } from './audit.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
-import { DummyPassword, hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.js';
+import { DummyPassword, hashPassword, needsRehash, passwordProblem, UNBOUNDED_HASHING, verifyPassword, type HashGate } from './passwords.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
 import { AccountRepository, type LinkPurpose } from './repository.js';
 import type { Sessions } from './sessions.js';
+import type { AuthThrottle } from './throttle.js';
 
 
 export interface AccountSettings {
@@ -18,6 +20,8 @@ export interface AccountSettings {
   /** The origin links in mails point to (PUBLIC_URL), never a request's Host header. */
   publicUrl: () => string;
   verifyTtlMs: number;
+  /** A sign-in to an unconfirmed account mails a new link at most this often. */
+  verifyResendMs: number;
   resetTtlMs: number;
   scryptCost: number;
   /** The service's name in mails and pages. */
@@ -30,6 +34,7 @@ export function accountSettings(web: WebConfig, overrides: Partial<AccountSettin
     signup: web.signup,
     publicUrl: () => web.publicUrl ?? '',
     verifyTtlMs: web.verifyTtlMs,
+    verifyResendMs: web.verifyResendMs,
     resetTtlMs: web.resetTtlMs,
     scryptCost: web.scryptCost,
     serviceName: web.serviceName,
@@ -39,7 +44,7 @@ export function accountSettings(web: WebConfig, overrides: Partial<AccountSettin
 
 export class AccountError extends Error {
   constructor(
-    readonly code: 'signup_closed' | 'invalid_invite' | 'invalid_email' | 'weak_password' | 'invalid_sender_name' | 'unknown_account',
+    readonly code: 'signup_closed' | 'invalid_invite' | 'invalid_email' | 'weak_password' | 'invalid_sender_name' | 'unknown_account' | 'password_unproven',
     message: string,
   ) {
     super(message);
@@ -76,6 +81,18 @@ export function checkSenderName(input: string): string | null {
 
 export type SignInResult = { status: 'ok'; accountId: number } | { status: 'wrong' } | { status: 'unverified' };
 
+export type ResetResult = { status: 'done'; keysRevoked: number } | { status: 'invalid_link' } | { status: 'weak'; problem: string };
+
+/** What the operator's `accounts verify` did. */
+export interface OperatorVerification {
+  accountId: number;
+  email: string;
+  /** The address was confirmed before: nothing changed. */
+  already: boolean;
+  /** With `resetPassword`: the link with which the owner chooses a password (path only without PUBLIC_URL), and until when. */
+  reset?: { link: string; expiresAt: Date; sessionsEnded: number; keysRevoked: number };
+}
+
 interface LoginRow {
   id: number;
   email: string;
@@ -94,15 +111,24 @@ export class AccountService {
 
   private readonly accounts: AccountRepository;
 
+  /** Every password hash runs through it (the process's one bound on hashing). */
+  private readonly gate: HashGate;
+
+  /** The pages' throttle: a verification mail sent at sign-in counts against the address's mails, a reset reopens sign-in. */
+  private readonly throttle: AuthThrottle | undefined;
+
   constructor(
     pool: Pool,
     private readonly clock: Clock,
     private readonly mailer: AccountMailer,
     private readonly sessions: Sessions,
     private readonly settings: AccountSettings,
+    options: { gate?: HashGate; throttle?: AuthThrottle } = {},
   ) {
     this.accounts = new AccountRepository(pool);
     this.dummy = new DummyPassword(settings.scryptCost);
+    this.gate = options.gate ?? UNBOUNDED_HASHING;
+    this.throttle = options.throttle;
   }
 
   get signupMode(): SignupMode {
@@ -154,7 +180,7 @@ export class AccountService {
       throw new AccountError('invalid_invite', 'This invite code is not valid (it may be used or expired).');
     }
     // Hashed whether or not it is used, so both answers take as long.
-    const passwordHash = await hashPassword(input.password, this.settings.scryptCost);
+    const passwordHash = await this.gate.run(() => hashPassword(input.password, this.settings.scryptCost));
     const outcome = await this.accounts.inTransaction(async (client) => {
       await this.accounts.lockSignup(email, client);
       if (await this.accounts.loginOf(email, client)) return { known: true as const };
@@ -197,31 +223,55 @@ export class AccountService {
     const email = normaliseEmail(input.email);
     const login = email ? await this.accounts.loginOf(email) : undefined;
     if (!login?.password_hash || input.password.length > 1024) {
-      await this.dummy.burn(input.password.slice(0, 1024));
+      await this.gate.run(() => this.dummy.burn(input.password.slice(0, 1024)));
       return { status: 'wrong' };
     }
-    if (!(await verifyPassword(input.password, login.password_hash))) {
+    const stored = login.password_hash;
+    if (!(await this.gate.run(() => verifyPassword(input.password, stored)))) {
       await this.accounts.audit({ accountId: login.id, kind: 'sign_in_failed', actor: 'web', ip: input.ip }, this.clock.now());
       return { status: 'wrong' };
     }
     if (needsRehash(login.password_hash, this.settings.scryptCost)) {
       // Made before PASSWORD_SCRYPT_COST was raised: its check is quicker than the dummy's, which
       // would tell a known address from an unknown one. Made anew now that the password is known
-      // (unless a reset changed it meanwhile).
-      const fresh = await hashPassword(input.password, this.settings.scryptCost);
-      await this.accounts.rehash(login.id, login.password_hash, fresh);
+      // (unless a reset changed it meanwhile). When hashing is busy, at a later sign-in.
+      const fresh = await this.gate.run(() => hashPassword(input.password, this.settings.scryptCost)).catch((err: unknown) => {
+        if (err instanceof DomainError && err.kind === 'unavailable') return undefined;
+        throw err;
+      });
+      if (fresh) await this.accounts.rehash(login.id, stored, fresh);
     }
     if (!login.email_verified_at) {
-      const token = await this.issueToken(login.id, 'verify');
-      this.mail({
-        to: login.email,
-        subject: `${this.settings.serviceName}: confirm your e-mail address`,
-        text: `To confirm this address, follow this link:\n\n${this.link('/account/verify', token)}\n\nIt works once and expires in ${Math.round(this.settings.verifyTtlMs / 3_600_000)} hours.\n`,
-      });
+      await this.resendVerification(login);
       return { status: 'unverified' };
     }
     await this.accounts.audit({ accountId: login.id, kind: 'sign_in', actor: 'web', ip: input.ip }, this.clock.now());
     return { status: 'ok', accountId: login.id };
+  }
+
+  /**
+   * A new verification link, at a sign-in with the right password to an unconfirmed account:
+   * at most one per `verifyResendMs` (a younger link, the sign-up's included, stands: the page
+   * says "check your mail" either way), and each counted against the address's mails as a
+   * sign-up is (AuthThrottle.takeMail, 3 an hour). Whoever registered someone else's address
+   * cannot turn sign-in into a stream of mails to it, from however many sources.
+   */
+  private async resendVerification(login: LoginRow): Promise<void> {
+    if (!this.canMail) return;
+    const token = await this.accounts.inTransaction(async (client) => {
+      // Sign-ins at the same moment: one decides, the others send nothing.
+      if (!(await this.accounts.tryLockLinks(login.id, 'verify', client))) return undefined;
+      const newest = await this.accounts.newestLinkAt(login.id, 'verify', client);
+      if (newest && this.clock.now().getTime() - newest.getTime() < this.settings.verifyResendMs) return undefined;
+      if (this.throttle && !(await this.throttle.takeMail(login.email, client))) return undefined;
+      return this.issueToken(login.id, 'verify', client);
+    });
+    if (!token) return;
+    this.mail({
+      to: login.email,
+      subject: `${this.settings.serviceName}: confirm your e-mail address`,
+      text: `To confirm this address, follow this link:\n\n${this.link('/account/verify', token)}\n\nIt works once and expires in ${Math.round(this.settings.verifyTtlMs / 3_600_000)} hours.\n`,
+    });
   }
 
   /**
@@ -249,40 +299,80 @@ export class AccountService {
 
   /**
    * Sets a new password from a reset link. The link proves the mailbox, so the address counts as
-   * verified; every session of the account ends.
+   * verified; every session of the account ends, and with `revokeKeys` (the form's box, ticked by
+   * default) every API key too: a key someone else made while they held the password (one who
+   * registered the address before its owner, one who guessed it) does not outlive the reset.
+   * Sign-in is open again for the address, whatever failures were counted against it.
    */
-  async resetPassword(token: unknown, password: string, ip: string): Promise<'done' | 'invalid_link' | { problem: string }> {
-    if (!looksLikeToken(token)) return 'invalid_link';
+  async resetPassword(token: unknown, password: string, ip: string, options: { revokeKeys?: boolean } = {}): Promise<ResetResult> {
+    if (!looksLikeToken(token)) return { status: 'invalid_link' };
     // The cheap checks come first: a live link and an acceptable password, both without using
     // the link up. Only then the 32 MiB scrypt run, so a stranger with made-up links never
     // makes the server hash (the page's per-IP throttle bounds the rest).
     const owner = await this.redeem(token, 'reset', false);
-    if (owner === undefined) return 'invalid_link';
-    const problem = passwordProblem(password, (await this.accounts.emailOf(owner)) ?? '');
-    if (problem) return { problem };
-    const passwordHash = await hashPassword(password, this.settings.scryptCost);
-    return this.accounts.inTransaction(async (client) => {
+    if (owner === undefined) return { status: 'invalid_link' };
+    const email = (await this.accounts.emailOf(owner)) ?? '';
+    const problem = passwordProblem(password, email);
+    if (problem) return { status: 'weak', problem };
+    const passwordHash = await this.gate.run(() => hashPassword(password, this.settings.scryptCost));
+    const result = await this.accounts.inTransaction(async (client): Promise<ResetResult> => {
       // Used up here, once, whoever else sent the same link meanwhile.
       const accountId = await this.redeem(token, 'reset', true, client);
-      if (accountId === undefined) return 'invalid_link' as const;
+      if (accountId === undefined) return { status: 'invalid_link' };
       const now = this.clock.now();
       await this.accounts.resetPassword(accountId, passwordHash, now, client);
       await this.sessions.destroyAll(accountId, client);
-      await this.accounts.audit({ accountId, kind: 'password_reset', actor: 'web', ip }, now, client);
-      return 'done' as const;
+      const keysRevoked = options.revokeKeys ? await revokeAccountKeys(client, accountId, now, { actor: 'web', ip, reason: 'password_reset' }) : 0;
+      await this.accounts.audit({ accountId, kind: 'password_reset', actor: 'web', ip, detail: { keys_revoked: keysRevoked } }, now, client);
+      return { status: 'done', keysRevoked };
     });
+    if (result.status === 'done' && email) await this.throttle?.clearAddress('sign-in', email);
+    return result;
   }
 
   // The operator's side (CLI).
 
-  /** Marks an account's address verified (for servers that cannot send mail). */
-  async verifyByOperator(idOrEmail: string): Promise<{ accountId: number; email: string }> {
+  /**
+   * Marks an account's address verified (for servers that cannot send mail). The operator
+   * cannot tell who signed up with an address: an unconfirmed account's password was chosen by
+   * whoever registered first, perhaps not the address's owner, so such an account is refused
+   * unless `resetPassword`, which clears that password, ends its sessions, revokes its keys and
+   * makes a reset link for the operator to hand to the owner. An account without a password (made
+   * by the operator) is confirmed as it is.
+   */
+  async verifyByOperator(idOrEmail: string, options: { resetPassword?: boolean } = {}): Promise<OperatorVerification> {
     const email = normaliseEmail(idOrEmail);
     const row = await this.accounts.find(email ? { email } : { id: /^\d{1,9}$/.test(idOrEmail) ? Number(idOrEmail) : -1 });
     if (!row) throw new AccountError('unknown_account', `no account ${idOrEmail}`);
-    await this.accounts.markVerified(row.id, this.clock.now());
-    await this.accounts.audit({ accountId: row.id, kind: 'email_verified', actor: 'cli' }, this.clock.now());
-    return { accountId: row.id, email: row.email };
+    const done = { accountId: row.id, email: row.email };
+    if (!options.resetPassword) {
+      if (row.email_verified_at) return { ...done, already: true };
+      if (row.has_password) {
+        throw new AccountError(
+          'password_unproven',
+          `account ${row.id} (${row.email}) has a password that was set before its address was confirmed: whoever signed up with it may not own the address. ` +
+            'Run it again with --reset-password to clear that password, end its sessions and revoke its keys; you get a link to hand to the owner, with which they choose a new password.',
+        );
+      }
+      await this.accounts.inTransaction(async (client) => {
+        await this.accounts.markVerified(row.id, this.clock.now(), client);
+        await this.accounts.audit({ accountId: row.id, kind: 'email_verified', actor: 'cli' }, this.clock.now(), client);
+      });
+      return { ...done, already: false };
+    }
+    const now = this.clock.now();
+    const reset = await this.accounts.inTransaction(async (client) => {
+      await this.accounts.clearPassword(row.id, client);
+      await this.accounts.markVerified(row.id, now, client);
+      const sessionsEnded = await this.sessions.destroyAll(row.id, client);
+      const keysRevoked = await revokeAccountKeys(client, row.id, now, { actor: 'cli', reason: 'password_cleared' });
+      if (!row.email_verified_at) await this.accounts.audit({ accountId: row.id, kind: 'email_verified', actor: 'cli' }, now, client);
+      await this.accounts.audit({ accountId: row.id, kind: 'password_reset', actor: 'cli', detail: { cleared: true, keys_revoked: keysRevoked } }, now, client);
+      const token = await this.issueToken(row.id, 'reset', client);
+      return { link: this.link('/account/reset/confirm', token), expiresAt: new Date(now.getTime() + this.settings.resetTtlMs), sessionsEnded, keysRevoked };
+    });
+    await this.throttle?.clearAddress('sign-in', row.email);
+    return { ...done, already: !!row.email_verified_at, reset };
   }
 
   /** Changes an account's role and licences, recorded in its audit trail. */

@@ -71,13 +71,6 @@ export class Dashboard {
     return rows;
   }
 
-  async activeKeys(accountId: number): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>('select count(*)::int as n from api_keys where account_id = $1 and revoked_at is null', [
-      accountId,
-    ]);
-    return rows[0]!.n;
-  }
-
   async overview(account: AccountRow) {
     const caller = callerOf(account);
     const since = firstShownSiteDay(this.clock.now());

@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { DomainError } from '../errors.js';
 
 /**
  * Passwords are hashed with scrypt (node:crypto), memory-hard: N = 2^cost, r = 8, p = 1 uses
@@ -14,12 +15,62 @@ const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
 
+/**
+ * What scrypt has done in this process, counted where it runs (not where it is admitted): hashes
+ * running now, the most that ever ran at once, all of them, and those the gate refused. Read by
+ * /metrics (http/metrics.ts).
+ */
+export const hashActivity = { running: 0, peak: 0, total: 0, refused: 0 };
+
 function derive(password: string, salt: Buffer, cost: number, r: number, p: number): Promise<Buffer> {
   const options: ScryptOptions = { N: 2 ** cost, r, p, maxmem: 256 * 2 ** cost * r };
-  return new Promise((resolve, reject) =>
+  hashActivity.running++;
+  hashActivity.total++;
+  hashActivity.peak = Math.max(hashActivity.peak, hashActivity.running);
+  return new Promise<Buffer>((resolve, reject) =>
     scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key))),
-  );
+  ).finally(() => hashActivity.running--);
 }
+
+/** Seconds a page refused for busy hashing asks the browser to wait (Retry-After). */
+export const HASHING_RETRY_SECONDS = 2;
+
+/**
+ * The one bound on password hashing in a process: at most `concurrency` hashes at once (each
+ * takes a thread of libuv's pool and 2^cost KiB of memory), at most `queue` more waiting for a
+ * turn, in order. Beyond that the work is refused at once (DomainError `unavailable`, a 503 with
+ * Retry-After on the pages) instead of piling up behind the pool: no source, however many
+ * addresses it has, makes the process hash more than this, nor starves its DNS and file writes.
+ * Every hash of the account service goes through it, the dummy of unknown addresses included.
+ */
+export class HashGate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    readonly concurrency: number,
+    readonly queue: number,
+  ) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < this.concurrency) this.running++;
+    else if (this.waiting.length < this.queue) await new Promise<void>((resolve) => this.waiting.push(resolve)); // the slot is handed over
+    else {
+      hashActivity.refused++;
+      throw new DomainError('unavailable', 'The service is busy just now. Try again in a few seconds.', { code: 'hashing_busy', retryAfter: HASHING_RETRY_SECONDS });
+    }
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+/** No bound (the operator's CLI, which hashes nothing a stranger asks for). */
+export const UNBOUNDED_HASHING = new HashGate(Number.POSITIVE_INFINITY, 0);
 
 export async function hashPassword(password: string, cost = DEFAULT_SCRYPT_COST): Promise<string> {
   const salt = randomBytes(16);

@@ -12,6 +12,13 @@ export interface LoginRow {
 
 export type LinkPurpose = 'verify' | 'reset';
 
+export interface OperatorRow {
+  id: number;
+  email: string;
+  has_password: boolean;
+  email_verified_at: Date | null;
+}
+
 /**
  * The statements of accounts on the web: the accounts' logins, their one-time links
  * (account_tokens, by hash) and the invite codes (by hash). Sessions, throttles and the audit
@@ -51,15 +58,13 @@ export class AccountRepository {
     return rows[0]?.email;
   }
 
-  /** An account by id or (lower-case) address, for the operator. */
-  async find(by: { email: string } | { id: number }): Promise<{ id: number; email: string } | undefined> {
+  /** An account by id or (lower-case) address, for the operator: whether it has a password, and since when its address is confirmed. */
+  async find(by: { email: string } | { id: number }): Promise<OperatorRow | undefined> {
+    const columns = 'id, email, password_hash is not null as has_password, email_verified_at';
     const { rows } =
       'email' in by
-        ? await this.pool.query<{ id: number; email: string }>(
-            'select id, email from accounts where lower(email) = $1 order by (password_hash is null), id limit 1',
-            [by.email],
-          )
-        : await this.pool.query<{ id: number; email: string }>('select id, email from accounts where id = $1', [by.id]);
+        ? await this.pool.query<OperatorRow>(`select ${columns} from accounts where lower(email) = $1 order by (password_hash is null), id limit 1`, [by.email])
+        : await this.pool.query<OperatorRow>(`select ${columns} from accounts where id = $1`, [by.id]);
     return rows[0];
   }
 
@@ -79,6 +84,11 @@ export class AccountRepository {
   /** Replaces a password hash unless it changed meanwhile. */
   async rehash(accountId: number, previous: string, next: string): Promise<void> {
     await this.pool.query('update accounts set password_hash = $3 where id = $1 and password_hash = $2', [accountId, previous, next]);
+  }
+
+  /** Forgets an account's password: it signs in again only after a reset link sets a new one. */
+  async clearPassword(accountId: number, db: Queryable): Promise<void> {
+    await db.query('update accounts set password_hash = null where id = $1', [accountId]);
   }
 
   /** A new password from a reset link, which also proves the address. */
@@ -110,6 +120,22 @@ export class AccountRepository {
       at,
       expiresAt,
     ]);
+  }
+
+  /**
+   * Whether this transaction may decide on a new link of a purpose for the account now: false
+   * while another transaction is deciding (it holds the lock until it ends), which then stands
+   * for both. Without waiting, so that many requests at once never queue on it.
+   */
+  async tryLockLinks(accountId: number, purpose: LinkPurpose, db: Queryable): Promise<boolean> {
+    const { rows } = await db.query<{ locked: boolean }>('select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked', [`links:${purpose}:${accountId}`]);
+    return rows[0]!.locked;
+  }
+
+  /** When the account's newest link of a purpose was made (used, replaced or live), if it has one. */
+  async newestLinkAt(accountId: number, purpose: LinkPurpose, db: Queryable): Promise<Date | undefined> {
+    const { rows } = await db.query<{ at: Date | null }>('select max(created_at) as at from account_tokens where account_id = $1 and purpose = $2', [accountId, purpose]);
+    return rows[0]?.at ?? undefined;
   }
 
   /** A live link by its hash; `consume` uses it up (once, whoever asks at the same time). */

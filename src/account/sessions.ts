@@ -111,9 +111,10 @@ export class Sessions {
     await this.db.query('delete from web_sessions where id_hash = $1', [tokenHash(token)]);
   }
 
-  /** Ends every session of an account (a password reset; a role change leaves them). */
-  async destroyAll(accountId: number, db: Queryable = this.db): Promise<void> {
-    await db.query('delete from web_sessions where account_id = $1', [accountId]);
+  /** Ends every session of an account (a password reset; a role change leaves them); how many there were. */
+  async destroyAll(accountId: number, db: Queryable = this.db): Promise<number> {
+    const { rowCount } = await db.query('delete from web_sessions where account_id = $1', [accountId]);
+    return rowCount ?? 0;
   }
 
   async purge(db: Queryable = this.db): Promise<number> {

@@ -4,6 +4,7 @@ import { AccountService, accountSettings } from '../account/accounts.js';
 import { AccountMailer } from '../account/mailer.js';
 import { purgeAccounts } from '../account/purge-job.js';
 import { Sessions } from '../account/sessions.js';
+import { AuthThrottle } from '../account/throttle.js';
 import { systemClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { Database } from '../db/connect.js';
@@ -23,7 +24,9 @@ function service(db: Database): AccountService {
   const web = loadConfig().web;
   const logger = pino({ level: 'silent' });
   const sessions = new Sessions(db.pool, systemClock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
-  return new AccountService(db.pool, systemClock, new AccountMailer(undefined, logger), sessions, accountSettings(web));
+  return new AccountService(db.pool, systemClock, new AccountMailer(undefined, logger), sessions, accountSettings(web), {
+    throttle: new AuthThrottle(db.pool, systemClock),
+  });
 }
 
 /** `accounts …` and `invites create`: what the operator does for web accounts. */
@@ -32,11 +35,26 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
 
   accounts
     .command('verify <idOrEmail>')
-    .description("mark an account's address as confirmed (for servers that cannot send mail)")
+    .description(
+      "mark an account's address as confirmed (for servers that cannot send mail); an account whose password was set before " +
+        'its address was confirmed (a web sign-up) is refused unless --reset-password',
+    )
+    .option('--reset-password', 'also clear its password, end its sessions and revoke its keys, and print a link with which the owner chooses a new password')
     .option('--json', 'print a JSON object')
-    .action(async (idOrEmail: string, opts: { json?: boolean }) => {
-      const done = await withDatabase((db) => service(db).verifyByOperator(idOrEmail));
-      print(done, !!opts.json, () => `account ${done.accountId} (${done.email}) is confirmed; it can sign in now`);
+    .action(async (idOrEmail: string, opts: { resetPassword?: boolean; json?: boolean }) => {
+      const done = await withDatabase((db) => service(db).verifyByOperator(idOrEmail, { resetPassword: !!opts.resetPassword }));
+      print(done, !!opts.json, () => {
+        const account = `account ${done.accountId} (${done.email})`;
+        if (!done.reset) return done.already ? `${account} was confirmed already` : `${account} is confirmed; it can sign in now`;
+        const { link, expiresAt, sessionsEnded, keysRevoked } = done.reset;
+        return [
+          `${account} is confirmed; its password is cleared, ${sessionsEnded} session(s) ended and ${keysRevoked} key(s) revoked.`,
+          `Give this link to the address's owner, by a way you trust (it works once, until ${expiresAt.toISOString()}); with it they choose a password:`,
+          `  ${link}`,
+          ...(link.startsWith('/') ? ["(PUBLIC_URL is not set: put the server's origin, such as https://trs.example.com, before it.)"] : []),
+          'Should it expire before it is used, run this command again.',
+        ].join('\n');
+      });
     });
 
   accounts

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LIBUV_DEFAULT_THREADS } from '../config.js';
 import type { Pool } from '../db/pool.js';
 
 /**
@@ -46,8 +47,14 @@ export class Metrics {
   /**
    * @param relayBacklog the relay messages waiting or being handed on now, per channel: how many,
    *   and the age in seconds of the oldest (0 when none); read when the metrics are scraped.
+   * @param hashing what password hashing has done in this process (account/passwords.ts
+   *   `hashActivity`), read when the metrics are scraped.
    */
-  constructor(pool: Pool, relayBacklog?: () => Promise<Record<'mail' | 'sms', { depth: number; oldestSeconds: number }>>) {
+  constructor(
+    pool: Pool,
+    relayBacklog?: () => Promise<Record<'mail' | 'sms', { depth: number; oldestSeconds: number }>>,
+    hashing?: () => { running: number; peak: number; total: number; refused: number },
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'trs_' });
     new Gauge({
       name: 'trs_db_pool_connections',
@@ -60,6 +67,46 @@ export class Metrics {
         this.set({ state: 'waiting' }, pool.waitingCount);
       },
     });
+    if (hashing) {
+      new Gauge({
+        name: 'trs_libuv_threadpool_size',
+        help: "Threads of libuv's pool in this process (UV_THREADPOOL_SIZE it started with, else 4): password hashing leaves 2 of them free",
+        registers: [this.registry],
+        collect() {
+          this.set(Number(process.env.UV_THREADPOOL_SIZE) || LIBUV_DEFAULT_THREADS);
+        },
+      });
+      new Gauge({
+        name: 'trs_password_hashes_running',
+        help: 'Password hashes (scrypt) running now in this process',
+        registers: [this.registry],
+        collect() {
+          this.set(hashing().running);
+        },
+      });
+      new Gauge({
+        name: 'trs_password_hashes_running_peak',
+        help: 'The most password hashes that ever ran at once in this process (PASSWORD_HASH_CONCURRENCY bounds it)',
+        registers: [this.registry],
+        collect() {
+          this.set(hashing().peak);
+        },
+      });
+      for (const [name, help, read] of [
+        ['trs_password_hashes_total', 'Password hashes run in this process', () => hashing().total],
+        ['trs_password_hash_refusals_total', 'Password hashes refused with 503 because PASSWORD_HASH_CONCURRENCY ran and PASSWORD_HASH_QUEUE waited', () => hashing().refused],
+      ] as const) {
+        new Counter({
+          name,
+          help,
+          registers: [this.registry],
+          collect() {
+            this.reset();
+            this.inc(read());
+          },
+        });
+      }
+    }
     // Both gauges come from one reading per scrape.
     type Backlog = Record<'mail' | 'sms', { depth: number; oldestSeconds: number }> | undefined;
     let reading: Promise<Backlog> | undefined;

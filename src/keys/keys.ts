@@ -4,7 +4,7 @@ import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
 import { AccountEntity, ApiKeyEntity, ROLES, type Role } from '../db/entities.js';
 import { LICENCES, ROLE_POLICIES } from './roles.js';
-import { AUDIT_INSERT, auditValues, type Actor } from '../account/audit.js';
+import { AUDIT_INSERT, auditValues, recordAudit, type Actor } from '../account/audit.js';
 import { isPrintableLine, withoutUnprintable } from '../text.js';
 
 /**
@@ -81,6 +81,9 @@ export function shownKeyName(name: string): string {
   return withoutUnprintable(name).replace(/[<>]/g, '');
 }
 
+/** An account already holds as many active keys as it may (`create`'s `activeMax`). */
+export class KeyLimitError extends KeyError {}
+
 /** Business accounts hold 2 to 20 licences; every other role exactly one. */
 export function checkLicences(role: Role, licences: number | undefined): number {
   if (!ROLE_POLICIES[role].licensed) {
@@ -111,10 +114,21 @@ export class KeyService {
     accountId?: number;
     name?: string;
     audit?: { actor: Actor; ip?: string; at?: Date };
+    /**
+     * With `accountId`: the most active keys the account may hold, this one included (the
+     * dashboard's ACTIVE_KEYS_MAX); KeyLimitError when it holds that many already. Counted under a
+     * lock of the account's keys, so keys made at the same moment never go past it.
+     */
+    activeMax?: number;
   }): Promise<CreatedKey> {
     const name = checkKeyName(input.name ?? '');
     const em = this.em.fork();
     return em.transactional(async (tx) => {
+      if (input.accountId && input.activeMax !== undefined) {
+        await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`keys:${input.accountId}`]);
+        const [held] = await tx.execute<{ active: number }[]>('select count(*)::int as active from api_keys where account_id = ? and revoked_at is null', [input.accountId]);
+        if (held!.active >= input.activeMax) throw new KeyLimitError(`an account holds at most ${input.activeMax} active keys`);
+      }
       const account = input.accountId
         ? await tx.findOneOrFail(AccountEntity, input.accountId, {
             failHandler: () => new KeyError(`no account ${input.accountId}`),
@@ -196,6 +210,22 @@ export class KeyService {
     });
   }
 
+}
+
+/**
+ * Revokes every active key of an account, in `db`'s transaction, each recorded in the account's
+ * audit trail with `reason` (a password reset that asked for it, the operator clearing a
+ * password); how many it revoked.
+ */
+export async function revokeAccountKeys(db: Queryable, accountId: number, at: Date, by: { actor: Actor; ip?: string; reason: string }): Promise<number> {
+  const { rows } = await db.query<{ id: string; prefix: string; name: string }>(
+    'update api_keys set revoked_at = $2 where account_id = $1 and revoked_at is null returning id, prefix, name',
+    [accountId, at],
+  );
+  for (const row of rows) {
+    await recordAudit(db, { accountId, kind: 'key_revoked', actor: by.actor, ip: by.ip, detail: { key_id: row.id, prefix: row.prefix, name: row.name, reason: by.reason } }, at);
+  }
+  return rows.length;
 }
 
 /** Keys a process remembers at most; the oldest are forgotten first. */

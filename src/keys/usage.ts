@@ -47,6 +47,17 @@ export function publicSubjectOf(sourceIp: string): string {
   return addr.version === 4 ? `ip:${addr.text}` : `ip:${networkOf(addr, 64)}`;
 }
 
+/**
+ * The wider IPv6 network a source is also counted in, `net:<network>/<prefix>` (one site's
+ * allocation: a /48 holds 65,536 /64s); undefined for IPv4, or when the prefix is /64 or longer.
+ * The public allowance's aggregate (PUBLIC_V6_AGGREGATE_PREFIX), and the sign-in throttle's.
+ */
+export function publicNetworkOf(sourceIp: string, prefix: number): string | undefined {
+  const addr = parseAddress(sourceIp);
+  if (addr?.version !== 6 || prefix >= 64) return undefined;
+  return `net:${networkOf(addr, prefix)}`;
+}
+
 /** The public limits: per source address (/64), and in aggregate per wider IPv6 prefix. */
 export interface PublicLimits {
   perAddress: number;
@@ -139,10 +150,8 @@ export class Meter implements UsageReader {
       return [{ name: `a:${accountId}`, limit: dailyLimit(role, licences, counter) }];
     }
     const main = { name: publicSubjectOf(subject.sourceIp), limit: this.publicLimits.perAddress };
-    const addr = parseAddress(subject.sourceIp);
-    if (addr?.version !== 6 || this.publicLimits.v6AggregatePrefix >= 64) return [main];
-    const net = `net:${networkOf(addr, this.publicLimits.v6AggregatePrefix)}`;
-    return [main, { name: net, limit: this.publicLimits.v6AggregateLimit }];
+    const net = publicNetworkOf(subject.sourceIp, this.publicLimits.v6AggregatePrefix);
+    return net ? [main, { name: net, limit: this.publicLimits.v6AggregateLimit }] : [main];
   }
 
   /** `db`: a transaction to charge in, so that the charge rolls back with the work it pays for. */

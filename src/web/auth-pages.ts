@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { AccountError, EMAIL_MAX } from '../account/accounts.js';
+import { AccountError, EMAIL_MAX, type SignInResult } from '../account/accounts.js';
 import { PASSWORD_MAX } from '../account/passwords.js';
 import type { AuthAction, ThrottleVerdict } from '../account/throttle.js';
 import { sourceIp } from '../http/metering.js';
@@ -19,12 +19,17 @@ export function authPages(deps: WebDeps) {
   const message = (res: Response, title: string, text: string, status = 200, extra: Record<string, unknown> = {}) =>
     deps.pages.send(res, 'message', { ...ctx(res), title, text, ...extra }, status);
 
+  /** The answer to an attempt the throttle refuses: 429 and Retry-After. */
+  const tooMany = (res: Response, verdict: ThrottleVerdict) => {
+    res.setHeader('Retry-After', String(verdict.retryAfter));
+    message(res, 'Too many attempts', `Too many attempts from here or for this address. Try again in ${Math.ceil(verdict.retryAfter / 60)} minutes.`, 429);
+  };
+
   /** The per-address and per-IP throttle; refused attempts get 429 and Retry-After (and undefined here). */
   async function admitted(req: Request, res: Response, action: AuthAction, email: string): Promise<ThrottleVerdict | undefined> {
     const verdict = await deps.throttle.take(action, email || undefined, sourceIp(req));
     if (verdict.allowed) return verdict;
-    res.setHeader('Retry-After', String(verdict.retryAfter));
-    message(res, 'Too many attempts', `Too many attempts from here or for this address. Try again in ${Math.ceil(verdict.retryAfter / 60)} minutes.`, 429);
+    tooMany(res, verdict);
     return undefined;
   }
   const throttled = async (req: Request, res: Response, action: AuthAction, email: string) => !(await admitted(req, res, action, email));
@@ -32,7 +37,7 @@ export function authPages(deps: WebDeps) {
   const mailNote = () =>
     deps.accounts.canMail
       ? undefined
-      : 'This server cannot send mail yet, so no confirmation link will reach you: after signing up, ask its operator to confirm your account (npm run cli -- accounts verify <address>).';
+      : 'This server cannot send mail yet, so no confirmation link will reach you: after signing up, ask its operator to confirm your account (npm run cli -- accounts verify <address> --reset-password). They give you a link with which you choose your password.';
 
   const registerForm = (res: Response, values: { email?: string; invite?: string; error?: string }, status = 200) =>
     deps.pages.send(res, 'register', { ...ctx(res), title: 'Sign up', mode: deps.accounts.signupMode, note: mailNote(), ...values }, status);
@@ -93,16 +98,25 @@ export function authPages(deps: WebDeps) {
       const admission = await admitted(req, res, 'sign-in', email);
       if (!admission) return;
       const ip = sourceIp(req);
-      const result = await deps.accounts.signIn({ email, password, ip });
+      let result: SignInResult;
+      try {
+        result = await deps.accounts.signIn({ email, password, ip });
+      } catch (err) {
+        // Not checked (hashing busy: 503): no failure either.
+        await deps.throttle.forgive(admission);
+        throw err;
+      }
       // The right password (confirmed address or not) is no failure: the address's counts take failures only.
       if (result.status !== 'wrong') await deps.throttle.forgive(admission);
+      // Past the address's ceiling only the right password passes; anything else is the refusal it would have been.
+      else if (admission.onProbation) return tooMany(res, admission);
       if (result.status === 'ok') {
         await startSession(deps, req, res, result.accountId, ip);
         return res.redirect(303, next);
       }
       const error =
         result.status === 'unverified'
-          ? 'Confirm your address first: we have sent you a new link.'
+          ? `Confirm your address first: check your mail for the link we have sent you. A new one goes out at most every ${Math.round(deps.config.verifyResendMs / 60_000)} minutes.`
           : 'The e-mail address or the password is wrong.';
       deps.pages.send(res, 'sign-in', { ...ctx(res), title: 'Sign in', next, email, error, signup: deps.accounts.signupMode }, result.status === 'unverified' ? 403 : 401);
     },
@@ -130,26 +144,26 @@ export function authPages(deps: WebDeps) {
       if (!(await deps.accounts.resetLive(token))) {
         return message(res, 'This link does not work', 'The link is used or expired. Ask for a new one.', 400, { link: { href: '/account/reset', text: 'Ask for a new link' } });
       }
-      deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token });
+      deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token, revokeKeys: true });
     },
 
     async resetConfirm(req: Request, res: Response) {
       const token = field(req, 'token', TOKEN_MAX);
       const password = field(req, 'password', PASSWORD_FIELD_MAX);
+      // A ticked box sends the field (the form ticks it); a form without it keeps the keys.
+      const revokeKeys = field(req, 'revoke_keys', 10) !== '';
       if (await throttled(req, res, 'reset-confirm', '')) return;
-      if (password.length > PASSWORD_MAX) {
-        return deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token, error: `Use at most ${PASSWORD_MAX} characters.` }, 400);
-      }
-      const result = await deps.accounts.resetPassword(token, password, sourceIp(req));
-      if (result === 'invalid_link') {
+      const again = (error: string) => deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token, revokeKeys, error }, 400);
+      if (password.length > PASSWORD_MAX) return again(`Use at most ${PASSWORD_MAX} characters.`);
+      const result = await deps.accounts.resetPassword(token, password, sourceIp(req), { revokeKeys });
+      if (result.status === 'invalid_link') {
         return message(res, 'This link does not work', 'The link is used or expired. Ask for a new one.', 400, { link: { href: '/account/reset', text: 'Ask for a new link' } });
       }
-      if (result !== 'done') {
-        return deps.pages.send(res, 'reset-confirm', { ...ctx(res), title: 'Choose a new password', token, error: result.problem }, 400);
-      }
+      if (result.status === 'weak') return again(result.problem);
       // Every session of the account has ended, this browser's included.
       await endSession(deps, req, res);
-      message(res, 'Password changed', 'Your new password is set, and every other session has been signed out.', 200, { link: { href: '/account/sign-in', text: 'Sign in' } });
+      const keys = result.keysRevoked === 0 ? '' : ` ${result.keysRevoked === 1 ? 'Its API key has' : `Its ${result.keysRevoked} API keys have`} been revoked; make new ones on your dashboard.`;
+      message(res, 'Password changed', `Your new password is set, and every other session has been signed out.${keys}`, 200, { link: { href: '/account/sign-in', text: 'Sign in' } });
     },
   };
 }

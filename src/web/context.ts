@@ -64,11 +64,24 @@ export function field(req: Request, name: string, max: number): string {
   return value;
 }
 
-/** A `next` page after sign-in: a path on this site only, never another origin (no open redirect). */
+/**
+ * The path of a `next` page: /account or a page under it, in plain segments (letters, digits,
+ * `-`, `_`, dots inside a name), none of them `.` or `..`, with no empty segment (`//`), no
+ * backslash and no percent-encoding: nothing that a browser, a proxy or the router would resolve
+ * into another path (`/account/..//evil.example` is `//evil.example`, another origin's).
+ */
+const NEXT_PATH = /^\/account(?:\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/;
+/** Its query, if any: parameters as the pages' own links write them (a filter of the audit trail). */
+const NEXT_QUERY = /^[A-Za-z0-9\-._~=&%+]*$/;
+
+/** A `next` page after sign-in: a page under /account, spelled plainly; else `fallback` (no open redirect, no way out of /account). */
 export function localPath(value: unknown, fallback = '/account'): string {
   if (typeof value !== 'string' || value.length > 200) return fallback;
-  if (!/^\/(?![/\\])[A-Za-z0-9\-._~/?=&%]*$/.test(value)) return fallback;
-  return value.startsWith('/account') ? value : fallback;
+  const query = value.indexOf('?');
+  const path = query === -1 ? value : value.slice(0, query);
+  if (!NEXT_PATH.test(path)) return fallback;
+  if (query !== -1 && !NEXT_QUERY.test(value.slice(query + 1))) return fallback;
+  return value;
 }
 
 export function pageContext(deps: WebDeps, res: Response): PageContext {

@@ -4,7 +4,7 @@ import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../acco
 import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
-import { KEY_NAME_MAX, KeyError } from '../keys/keys.js';
+import { KEY_NAME_MAX, KeyError, KeyLimitError } from '../keys/keys.js';
 import { CheckoutPending } from '../payments/stripe.js';
 import { BundleError } from '../relay/ledger.js';
 import { field, pageContext, type WebDeps } from './context.js';
@@ -70,13 +70,17 @@ export function dashboardPages(deps: WebDeps) {
     async createKey(req: Request, res: Response) {
       const account = res.locals.web!.account!;
       const name = field(req, 'name', 100);
-      if ((await deps.dashboard.activeKeys(account.id)) >= ACTIVE_KEYS_MAX) {
-        return show(res, { keyError: `An account holds at most ${ACTIVE_KEYS_MAX} active keys; revoke one first.` }, 409);
-      }
       let created;
       try {
-        created = await deps.keys.create({ role: account.role, accountId: account.id, name, audit: { actor: 'web', ip: sourceIp(req), at: deps.clock.now() } });
+        created = await deps.keys.create({
+          role: account.role,
+          accountId: account.id,
+          name,
+          audit: { actor: 'web', ip: sourceIp(req), at: deps.clock.now() },
+          activeMax: ACTIVE_KEYS_MAX,
+        });
       } catch (err) {
+        if (err instanceof KeyLimitError) return show(res, { keyError: `An account holds at most ${ACTIVE_KEYS_MAX} active keys; revoke one first.` }, 409);
         if (!(err instanceof KeyError)) throw err;
         return show(res, { keyError: `A key name is one line of at most ${KEY_NAME_MAX} printable characters, without < or >.` }, 400);
       }

@@ -6,8 +6,9 @@ import { AuditTrail } from '../account/audit.js';
 import { Dashboard } from '../account/dashboard.js';
 import { AccountMailer } from '../account/mailer.js';
 import { sharedSecret } from '../account/secrets.js';
+import { HashGate } from '../account/passwords.js';
 import { Sessions } from '../account/sessions.js';
-import { AuthThrottle } from '../account/throttle.js';
+import { AUTH_LIMITS, AuthThrottle } from '../account/throttle.js';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import type { RelayConfig, StripeConfig, WebConfig } from '../config.js';
@@ -31,6 +32,8 @@ export interface WebParts {
   clock: Clock;
   logger: Logger;
   web: WebConfig;
+  /** The IPv6 network the sign-in throttle counts beside each /64 (PUBLIC_V6_AGGREGATE_PREFIX). */
+  v6NetworkPrefix: number;
   stripe: StripeConfig | undefined;
   relayMail: RelayConfig['mail'];
   meter: Meter;
@@ -63,7 +66,10 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
   const sessions = new Sessions(pool, clock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
   const audit = new AuditTrail(pool, clock, web.auditRetentionMs);
   const publicUrl = () => web.publicUrl;
-  const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web));
+  const throttle = new AuthThrottle(pool, clock, AUTH_LIMITS, parts.v6NetworkPrefix);
+  // The process's one bound on password hashing (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE).
+  const gate = new HashGate(web.hashConcurrency, web.hashQueue);
+  const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web), { gate, throttle });
   const stripe = parts.stripe && new StripePayments(parts.stripe, publicUrl, new CheckoutSessions(pool), clock);
   let csrfKey: Promise<Buffer> | undefined;
   const pages = webRouter({
@@ -73,7 +79,7 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
     pages: new Pages(new Assets(), stripe ? ['https://checkout.stripe.com'] : []),
     accounts,
     sessions,
-    throttle: new AuthThrottle(pool, clock),
+    throttle,
     audit,
     dashboard: new Dashboard(pool, clock, parts.meter, parts.relay, audit),
     keys: new KeyService(parts.orm.em, parts.clock),

@@ -4,6 +4,7 @@ import { FormError, requireAccount, requireCsrf, webContext, type WebDeps } from
 import { dashboardPages } from './dashboard-pages.js';
 import { publicPages } from './public-pages.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
+import { DomainError } from '../errors.js';
 import { incidentLogger } from '../logging.js';
 
 /**
@@ -60,7 +61,8 @@ interface BodyError {
 /**
  * Errors of the pages answer as pages: a bad form 400 (413 too large), the database unavailable
  * 503 with Retry-After (the same page works again shortly; logged once per incident, as the
- * API does), anything else 500.
+ * API does), the service busy (DomainError `unavailable`: password hashing at its bound) 503
+ * with its Retry-After, anything else 500.
  */
 function pageErrors(deps: WebDeps) {
   const incident = incidentLogger(deps.logger);
@@ -75,6 +77,10 @@ function pageErrors(deps: WebDeps) {
       // A stopped database fails in several ways at once (refused, reset, timed out): one incident.
       incident('error', 'web', err, 'database unavailable: answering 503', 'database-unavailable');
       if (!res.headersSent) res.setHeader('Retry-After', '5');
+    }
+    else if (err instanceof DomainError && err.kind === 'unavailable') {
+      [status, text] = [503, err.message];
+      if (!res.headersSent) res.setHeader('Retry-After', String(err.details.retryAfter ?? 5));
     }
     else if (typeof body?.status === 'number' && body.status >= 400 && body.status < 500) [status, text] = [400, 'The form could not be read.'];
     else req.log?.error({ err }, 'page failed');

@@ -64,18 +64,25 @@ describe('sign-up', () => {
     expect(mail.mail.from?.value[0]).toEqual({ name: 'Relay', address: 'relay@example.net' });
   });
 
-  it('refuses to sign in before the address is confirmed, and mails a new link', async () => {
+  it('refuses to sign in before the address is confirmed, and mails a new link once the last is 10 minutes old', async () => {
     const web = new WebClient(s.origin, from());
     await web.get('/account/register');
     const registered = smtp.received.length;
     await web.post('/account/register', { email: 'slow@example.org', password: PASSWORD });
     await linkFromMail(smtp, 'slow@example.org', '/account/verify', registered);
-    const before = smtp.received.length;
     await web.get('/account/sign-in');
+    // The sign-up's link is young: the page says to check the mail, and no second mail goes out.
+    const early = await web.post('/account/sign-in', { email: 'slow@example.org', password: PASSWORD });
+    expect(early.status).toBe(403);
+    expect(early.text).toContain('Confirm your address first');
+    s.clock.advance(10 * 60_000);
+    const before = smtp.received.length;
     const res = await web.post('/account/sign-in', { email: 'slow@example.org', password: PASSWORD });
     expect(res.status).toBe(403);
     expect(res.text).toContain('Confirm your address first');
     const link = new URL(await linkFromMail(smtp, 'slow@example.org', '/account/verify', before));
+    // The sign-up's mail and this one: none for the early sign-in.
+    expect(smtp.received.filter((m) => m.envelopeTo.includes('slow@example.org'))).toHaveLength(2);
     expect((await web.post('/account/verify', { token: link.searchParams.get('token')! })).status).toBe(200);
     expect((await web.post('/account/sign-in', { email: 'slow@example.org', password: PASSWORD })).status).toBe(303);
   });
@@ -123,9 +130,16 @@ describe('a server that cannot send mail', () => {
       expect(res.text).toContain('accounts verify');
       await web.get('/account/sign-in');
       expect((await web.post('/account/sign-in', { email: 'offline@example.org', password: PASSWORD })).status).toBe(403);
-      const ops = new AccountService(quiet.pool, quiet.clock, new AccountMailer(undefined, pino({ level: 'silent' })), new Sessions(quiet.pool, quiet.clock, { absoluteMs: 1e9, idleMs: 1e9 }), accountSettings(loadConfig({}).web));
-      expect(await ops.verifyByOperator('offline@example.org')).toMatchObject({ email: 'offline@example.org' });
-      expect((await web.post('/account/sign-in', { email: 'offline@example.org', password: PASSWORD })).status).toBe(303);
+      const ops = new AccountService(quiet.pool, quiet.clock, new AccountMailer(undefined, pino({ level: 'silent' })), new Sessions(quiet.pool, quiet.clock, { absoluteMs: 1e9, idleMs: 1e9 }), accountSettings(loadConfig({}).web, { publicUrl: () => '' }));
+      // Whoever signed up first chose that password: the operator confirms the address only with the password cleared.
+      await expect(ops.verifyByOperator('offline@example.org')).rejects.toMatchObject({ code: 'password_unproven' });
+      const done = await ops.verifyByOperator('offline@example.org', { resetPassword: true });
+      expect(done).toMatchObject({ email: 'offline@example.org', reset: { link: expect.stringMatching(/^\/account\/reset\/confirm\?token=[A-Za-z0-9_-]{43}$/) } });
+      expect((await web.post('/account/sign-in', { email: 'offline@example.org', password: PASSWORD })).status).toBe(401);
+      const token = new URL(done.reset!.link, quiet.origin).searchParams.get('token')!;
+      expect((await web.post('/account/reset/confirm', { token, password: 'the owner chose this' })).status).toBe(200);
+      await web.get('/account/sign-in');
+      expect((await web.post('/account/sign-in', { email: 'offline@example.org', password: 'the owner chose this' })).status).toBe(303);
     } finally {
       await quiet.close();
     }

@@ -189,7 +189,7 @@ describe('throttles', () => {
     expect((await owner.post('/account/sign-in', { email: 'target@example.org', password: PASSWORD })).status).toBe(303);
   });
 
-  it('refuse sign-in for an address past 50 failures from all sources together (guessing from many sources)', async () => {
+  it('refuse sign-in for an address past 50 failures from all sources together (guessing from many sources), but for the right password from a clean source', async () => {
     await signedUp(s, smtp, 'spread@example.org', PASSWORD);
     s.clock.advance(15 * 60_000);
     // A guesser with five sources, ten failures each: all 401, none locked per source yet.
@@ -200,11 +200,16 @@ describe('throttles', () => {
         expect((await guesser.post('/account/sign-in', { email: 'spread@example.org', password: `spread-${source}-${i}-guess` })).status).toBe(401);
       }
     }
-    // The ceiling holds for every source now, a fresh one (and the right password) included.
+    // The ceiling holds for every source now: a fresh one's guess is refused as a throttled
+    // attempt (429, not 401), and spends its clean record, so the right password from it is refused too.
     const fresh = client();
     await fresh.get('/account/sign-in');
     expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: 'one more guess here' })).status).toBe(429);
     expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(429);
+    // The owner, from a source that has not tried the address, signs in with the right password.
+    const owner = client();
+    await owner.get('/account/sign-in');
+    expect((await owner.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(303);
     s.clock.advance(15 * 60_000);
     expect((await fresh.post('/account/sign-in', { email: 'spread@example.org', password: PASSWORD })).status).toBe(303);
   });
@@ -430,6 +435,57 @@ describe('forms', () => {
       expect(location.startsWith('/account'), `${next} -> ${location}`).toBe(true);
       expect(location).not.toMatch(/evil/);
     }
+  });
+
+  it('keep next= to plain pages under /account: dot segments, empty segments, backslashes and encoded forms fall back to /account (POST and signed-in GET)', async () => {
+    await signedUp(s, smtp, 'next@example.org', PASSWORD);
+    const refused = [
+      // The review's: /account/..//evil.example resolved to the same-origin path //evil.example.
+      '/account/..//evil.example',
+      // The 13 of "What held", and more spellings of them.
+      '//evil.example',
+      '/\\evil.example',
+      'https://evil.example/',
+      '/account@evil.example',
+      '/account\r\nLocation: https://evil.example',
+      '/\t/evil.example',
+      '/account#@evil.example',
+      '/account/../../evil.example',
+      '/account/./..//evil.example',
+      '/account/%2e%2e/%2fevil.example',
+      '/account/..%2f..%2f%2fevil.example',
+      '/account%2f..%2f..%2f%2fevil.example',
+      '/account\\..\\..\\evil.example',
+      '/%2F%2Fevil.example',
+      '/%5Cevil.example',
+      '/account/%5C%5Cevil.example',
+      '///evil.example',
+      'javascript:alert(1)',
+      '/account/..',
+      '/account/.',
+      '/account/',
+      '/accountevil',
+      '/account?next=1#@evil.example',
+      '/account/audit?x=<script>',
+    ];
+    const kept = ['/account', '/account/audit', '/account/audit?kind=sign_in&from=2026-01-01', '/account/audit.csv', '/account/keys/new'];
+    const signedIn = client();
+    await signedIn.get('/account/sign-in');
+    expect((await signedIn.post('/account/sign-in', { email: 'next@example.org', password: PASSWORD })).status).toBe(303);
+    for (const next of [...refused, ...kept]) {
+      const expected = kept.includes(next) ? next : '/account';
+      const web = client();
+      await web.get('/account/sign-in');
+      const posted = await web.post('/account/sign-in', { email: 'next@example.org', password: PASSWORD, next });
+      expect(posted.status, JSON.stringify(next)).toBe(303);
+      expect(posted.headers.get('location'), JSON.stringify(next)).toBe(expected);
+      const got = await signedIn.get(`/account/sign-in?next=${encodeURIComponent(next)}`);
+      expect(got.status, JSON.stringify(next)).toBe(303);
+      expect(got.headers.get('location'), JSON.stringify(next)).toBe(expected);
+    }
+    // The anonymous form carries only what it would redirect to.
+    const form = await client().get(`/account/sign-in?next=${encodeURIComponent('/account/..//evil.example')}`);
+    expect(form.text).toContain('name="next" value="/account"');
   });
 
   it('refuse CR/LF in an address, a key name and a sender name; no mail goes out', async () => {

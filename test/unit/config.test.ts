@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -216,5 +217,36 @@ describe('loadConfig: relay transports and SMS providers', () => {
     });
     expect(problems({ RELAY_SMTP_URL: 'smtp://mail.internal:25' })).toContain('RELAY_MAIL_FROM: required when RELAY_SMTP_URL is set');
     expect(problems({ RELAY_MAIL_TRANSPORT: 'smtp' })).toContain('RELAY_SMTP_URL: required when RELAY_MAIL_TRANSPORT is smtp');
+  });
+});
+
+describe('loadConfig: password hashing and the thread pool under it', () => {
+  it('hashes at most as many at once as there are cores, leaving 2 of libuv\'s threads free (4 without UV_THREADPOOL_SIZE)', () => {
+    const { web, workerThreadPool } = loadConfig({});
+    expect(web.hashConcurrency).toBe(Math.min(availableParallelism(), 2));
+    expect(web.hashQueue).toBe(2 * web.hashConcurrency);
+    expect(workerThreadPool).toBeUndefined();
+    expect(loadConfig({ UV_THREADPOOL_SIZE: '64' }).web.hashConcurrency).toBe(Math.min(availableParallelism(), 62));
+    expect(loadConfig({ UV_THREADPOOL_SIZE: '12', PASSWORD_HASH_CONCURRENCY: '10', PASSWORD_HASH_QUEUE: '5' }).web).toMatchObject({ hashConcurrency: 10, hashQueue: 5 });
+  });
+
+  it('refuses a concurrency the process\'s thread pool has no room for, naming UV_THREADPOOL_SIZE', () => {
+    expect(() => loadConfig({ PASSWORD_HASH_CONCURRENCY: '3' })).toThrow(/PASSWORD_HASH_CONCURRENCY: 3 hashes at once .* UV_THREADPOOL_SIZE=5/);
+    expect(() => loadConfig({ PASSWORD_HASH_CONCURRENCY: '6', UV_THREADPOOL_SIZE: '7' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PASSWORD_HASH_CONCURRENCY: '0' })).toThrow(ConfigError);
+  });
+
+  it('gives the workers of a supervisor a pool with room for the hashing, unless the operator sized it', () => {
+    const supervised = loadConfig({ WORKERS: '2', PASSWORD_HASH_CONCURRENCY: '6' });
+    expect(supervised.workerThreadPool).toBe(8);
+    expect(supervised.web.hashConcurrency).toBe(6);
+    expect(loadConfig({ WORKERS: '2' }).workerThreadPool).toBe(Math.max(4, availableParallelism() + 2));
+    expect(loadConfig({ WORKERS: '2', UV_THREADPOOL_SIZE: '16' }).workerThreadPool).toBeUndefined();
+  });
+
+  it('re-sends a verification link at most every ACCOUNT_VERIFY_RESEND_MINUTES (10)', () => {
+    expect(loadConfig({}).web.verifyResendMs).toBe(10 * 60_000);
+    expect(loadConfig({ ACCOUNT_VERIFY_RESEND_MINUTES: '30' }).web.verifyResendMs).toBe(30 * 60_000);
+    expect(() => loadConfig({ ACCOUNT_VERIFY_RESEND_MINUTES: '0' })).toThrow(ConfigError);
   });
 });
