@@ -26,6 +26,9 @@ ENV NODE_ENV=production
 # of ~380 MB, at the same throughput (BENCHMARKS.md). The server needs ~100 MB of heap at rest
 # and BLACKLIST_CACHE_MB more at most; raise the limit with that cache.
 ENV NODE_OPTIONS=--max-old-space-size=512
+# libuv's thread pool, which Node sizes before any of the server's code runs: password hashing
+# (PASSWORD_HASH_CONCURRENCY, at most the pool less 2) shares it with DNS lookups and file writes.
+ENV UV_THREADPOOL_SIZE=8
 # Only used without DATABASE_URL (the embedded database): a folder the `node` user owns.
 ENV DATA_DIR=/home/node/trs-data
 WORKDIR /app
