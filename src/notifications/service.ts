@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { NotificationConfigRepository } from './repository.js';
-import { unprocessable } from '../errors.js';
+import { sentence, unprocessable } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { siteHost } from '../keys/sites.js';
 import { MessageRuleError, parseMailbox, singleLine } from '../relay/message-rules.js';
@@ -14,7 +14,7 @@ const RECIPIENTS_MAX = 20;
 
 function invalid(err: unknown): never {
   if (err instanceof MessageRuleError) {
-    throw unprocessable(`Invalid request: ${err.message.replace(/\.$/, '')}.`, [{ location: 'body', name: err.field, message: err.message }]);
+    throw unprocessable(sentence(`Invalid request: ${err.message}`), [{ location: 'body', name: err.field, message: err.message }]);
   }
   throw err;
 }
@@ -23,7 +23,7 @@ function siteOf(url: string, location: 'body' | 'query'): string {
   const site = siteHost(url);
   if (site === undefined) {
     const message = 'site_url must be an absolute http or https URL';
-    throw unprocessable(`Invalid request: ${message}.`, [{ location, name: 'site_url', message }]);
+    throw unprocessable(sentence(`Invalid request: ${message}`), [{ location, name: 'site_url', message }]);
   }
   return site;
 }

@@ -125,7 +125,7 @@ describe('GET /verify-key', () => {
       meta: { success: false, code: 401, message: 'Invalid or missing API key.' },
       data: null,
       code: name === 'no key' ? 'missing_api_key' : 'invalid_api_key',
-      message: 'Invalid or missing API key.',
+      message: 'Invalid or missing API key: send it in the X-Key header.',
     });
   });
 
