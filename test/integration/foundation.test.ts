@@ -214,15 +214,6 @@ describe('operational endpoints', () => {
     expect(await yaml.text()).toMatch(/^openapi: 3\.1\.0$/m);
   });
 
-  it('serves the API reference as one offline HTML page', async () => {
-    const res = await fetch(s.origin + '/api/v2/docs');
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    const html = await res.text();
-    expect(html).toContain('Threat-Reputation Service API');
-    expect(html).not.toMatch(/<script[^>]+src="https?:/); // nothing loaded from the network
-  });
-
   it('sets security headers and hides the framework', async () => {
     const res = await raw('/api/v2/categories');
     expect(res.headers.get('x-powered-by')).toBeNull();
