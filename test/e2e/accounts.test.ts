@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,8 +27,16 @@ let page: Page;
 const foreign: string[] = [];
 
 async function shot(p: Page, name: string, fullPage = true) {
-  await p.screenshot({ path: path.join(RESULTS, `${name}.png`), fullPage });
-  if (process.env.UPDATE_SCREENSHOTS === '1') await p.screenshot({ path: path.join(DOCS, `${name}.png`), fullPage });
+  const png = await p.screenshot({ fullPage });
+  replaceFile(path.join(RESULTS, `${name}.png`), png);
+  if (process.env.UPDATE_SCREENSHOTS === '1') replaceFile(path.join(DOCS, `${name}.png`), png);
+}
+
+/** Writes a file whole or not at all (a new file renamed over the old): two runs at once never leave a torn one. */
+function replaceFile(file: string, content: Buffer) {
+  const temporary = `${file}.${process.pid}.${randomBytes(3).toString('hex')}.tmp`;
+  writeFileSync(temporary, content);
+  renameSync(temporary, file);
 }
 
 describe.skipIf(!haveChromium)('accounts in a real browser', () => {
