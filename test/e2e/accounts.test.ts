@@ -2,12 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
-import { launchChromium, haveChromium } from '../support/browser.js';
+import { CHROMIUM, launchChromium } from '../support/browser.js';
 import { call } from '../support/http.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { missingTools, requireTools } from '../support/tools.js';
 
 /**
  * A person in a real browser (Debian's Chromium through playwright-core): the home page draws
@@ -39,8 +40,13 @@ function replaceFile(file: string, content: Buffer) {
   renameSync(temporary, file);
 }
 
-describe.skipIf(!haveChromium)('accounts in a real browser', () => {
+/** Chromium (CHROMIUM_PATH, or Debian's): skipped without it, naming it; CI=true fails instead. */
+const missing = missingTools([CHROMIUM]);
+
+describe('accounts in a real browser', () => {
+  beforeEach((ctx) => requireTools(ctx, missing));
   beforeAll(async () => {
+    if (missing) return;
     mkdirSync(RESULTS, { recursive: true });
     if (process.env.UPDATE_SCREENSHOTS === '1') mkdirSync(DOCS, { recursive: true });
     smtp = await startSmtp();
