@@ -28,7 +28,7 @@ interface Launched {
 }
 
 /** `npm run <script>` in `cwd`, in a process group of its own, as a terminal or a service manager starts it. */
-function npmRun(cwd: string, script: string): Launched {
+function npmRun(cwd: string, script: string, extra: Record<string, string> = {}): Launched {
   const child = spawn('npm', ['run', '--silent', script], {
     cwd,
     detached: true,
@@ -43,6 +43,7 @@ function npmRun(cwd: string, script: string): Launched {
       SHUTDOWN_DRAIN_SECONDS: '1',
       BLACKLIST_INTERVAL_MINUTES: '1440',
       npm_config_update_notifier: 'false',
+      ...extra,
     },
   });
   children.push(child);
@@ -80,8 +81,8 @@ const groupAlive = (pgid: number) => {
 };
 
 /** Sends the stop as a terminal (SIGINT to the group) or a supervisor (SIGTERM to npm) does, and checks the one clean stop. */
-async function stopsOnce(cwd: string, script: string, how: 'Ctrl-C' | 'supervisor') {
-  const run = npmRun(cwd, script);
+async function stopsOnce(cwd: string, script: string, how: 'Ctrl-C' | 'supervisor', workers = 1) {
+  const run = npmRun(cwd, script, workers > 1 ? { WORKERS: String(workers) } : {});
   const origin = await ready(run);
   expect((await fetch(`${origin}/api/v2/categories`)).status).toBe(200);
   const pgid = run.child.pid!;
@@ -91,8 +92,10 @@ async function stopsOnce(cwd: string, script: string, how: 'Ctrl-C' | 'superviso
   const output = run.output();
   expect({ code, signal }, output).toEqual({ code: 0, signal: null });
   const msgs = messages(output).map((m) => m.msg);
-  expect(msgs.filter((m) => m === 'stopped: database connections closed'), output).toHaveLength(1);
-  expect(msgs.filter((m) => /second signal|did not finish in time/.test(m)), output).toEqual([]);
+  // One stop per server process; under WORKERS, the supervisor's one clean end after theirs.
+  expect(msgs.filter((m) => m === 'stopped: database connections closed'), output).toHaveLength(workers);
+  if (workers > 1) expect(msgs.filter((m) => m === 'stopped: every worker process has exited'), output).toHaveLength(1);
+  expect(msgs.filter((m) => /second signal|did not finish in time|did not stop cleanly/.test(m)), output).toEqual([]);
   expect(output).not.toMatch(/npm (ERR|error)/);
   // Nothing of the group is left: neither the server nor a helper it started.
   await eventually(() => !groupAlive(pgid), 10_000);
@@ -136,6 +139,10 @@ describe('npm run serve before a build', () => {
 describe('npm start (from source)', () => {
   it('Ctrl-C (SIGINT to the process group): one stop, exit 0, nothing left', () => stopsOnce(projectRoot, 'start', 'Ctrl-C'), 180_000);
   it('a supervisor\'s SIGTERM to npm: one stop, exit 0, nothing left', () => stopsOnce(projectRoot, 'start', 'supervisor'), 180_000);
+  it('with WORKERS=2, Ctrl-C: each process stops once, exit 0, nothing left', async (ctx) => {
+    if (db.embedded) return ctx.skip('needs a PostgreSQL server: the embedded database lives in the supervisor');
+    await stopsOnce(projectRoot, 'start', 'Ctrl-C', 2);
+  }, 180_000);
 });
 
 describe('npm run serve (compiled)', () => {
