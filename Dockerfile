@@ -40,6 +40,8 @@ COPY generated ./generated
 COPY views ./views
 COPY public ./public
 COPY --from=build /app/dist ./dist
+# The `trs` command (package.json's bin): a launcher that runs dist/src/cli/index.js.
+COPY bin ./bin
 USER node
 EXPOSE 8080
 # Ready means the database answers; node's fetch, since the slim image has no curl.

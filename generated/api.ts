@@ -940,7 +940,7 @@ export interface components {
             data: null;
             /** @description Machine-readable error code: `invalid_request` (400), `missing_api_key` or `invalid_api_key` (401), `tier_forbidden` or `domain_limit_exceeded` (403), `not_found` (404), `method_not_allowed` (405), `snapshot_expired` (410), `payload_too_large` (413), `unsupported_media_type` (415), `address_not_reportable`, `unknown_category`, `invalid_combination`, `network_too_large` or `unprocessable` (422), `internal_error` (500), `not_implemented` (501), `service_unavailable` (503). */
             code: string;
-            /** @description The same text as `meta.message`, at the top level for clients that read it there. */
+            /** @description The same text as `meta.message`, at the top level for clients that read it there, except where it also says what to do: a 401 answers `Invalid or missing API key: send it in the X-Key header.` here, while `meta.message` keeps the specification's `Invalid or missing API key.` */
             message: string;
         };
         /** @description Threat-category ids (see `GET /categories`), in ascending order; empty when none. */

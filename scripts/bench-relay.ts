@@ -11,7 +11,7 @@
  * Targets (issue 13): idle accepted -> delivered p99 < 1 s; a burst of 200 per channel sent 20 at a
  * time delivered with p99 < 5 s and at >= 50 messages/s per channel; nothing left undelivered.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { projectRoot } from '../src/openapi.js';
 import { serverAnswers } from './support/postgres.js';
+import { startListening } from './support/processes.js';
 import { startSmsProvider, startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
   // Without a PostgreSQL server the benchmark runs on the embedded database (it measures the
   // relay there too); where the suite must run on a server (CI), a missing one is an error.
   if (!args.embedded && !(await serverAnswers(adminUrl))) {
-    if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`bench:relay: no PostgreSQL server answers at ${new URL(adminUrl).host}`);
+    if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`no PostgreSQL server answers at ${new URL(adminUrl).host}`);
     log(`bench:relay: no PostgreSQL server answers at ${new URL(adminUrl).host}; running on the embedded database`);
     args.embedded = true;
   }
@@ -87,11 +88,8 @@ async function main(): Promise<void> {
     await admin.end();
     databaseUrl = adminUrl.replace(/\/[^/]*$/, `/${dbName}`);
   }
-  const port = 18_091;
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    PORT: String(port),
-    HOST: '127.0.0.1',
     DATA_DIR: dataDir,
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -105,15 +103,16 @@ async function main(): Promise<void> {
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   else delete env.DATABASE_URL;
 
-  const server: ChildProcess = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', 'src/main.ts'], {
-    cwd: projectRoot,
-    env,
-    // BENCH_SERVER_LOG=<file> keeps the server's log lines (warnings and errors) for a look.
-    stdio: ['ignore', process.env.BENCH_SERVER_LOG ? openSync(process.env.BENCH_SERVER_LOG, 'w') : 'ignore', 'inherit'],
-  });
-  const origin = `http://127.0.0.1:${port}`;
   const results: { scenario: string; channel: Channel; n: number; p50: number; p99: number; max: number; rate?: number; lost: number }[] = [];
+  let server: ChildProcess | undefined;
   try {
+    // On a port the system chooses (scripts/support/processes.ts): nothing else can answer for it.
+    const started = await startListening([...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', 'src/main.ts'], env, {
+      // BENCH_SERVER_LOG=<file> keeps the server's log lines (warnings and errors) for a look.
+      stdout: process.env.BENCH_SERVER_LOG ? openSync(process.env.BENCH_SERVER_LOG, 'w') : 'ignore',
+    });
+    server = started.child;
+    const origin = started.origin;
     await waitFor(`${origin}/readyz`);
     // The operator's CLI makes the key (on the embedded database it joins the running server's).
     const made = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'keys', 'create', '--role', 'enterprise', '--json'], {
@@ -197,8 +196,11 @@ async function main(): Promise<void> {
     await measure(`burst of ${BURST}, ${SENDERS} at a time, both channels at once`, 'mail', mailBurst.samples, mailBurst.started);
     await measure(`burst of ${BURST}, ${SENDERS} at a time, both channels at once`, 'sms', smsBurst.samples, smsBurst.started);
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
+    if (server && server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((r) => server!.once('exit', r));
+      server.kill('SIGTERM');
+      await exited;
+    }
     await smtp.close();
     await sms.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -241,6 +243,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err);
+  console.error(`bench:relay: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

@@ -10,7 +10,7 @@
  * is created, migrated and seeded when it does not hold the requested data set. `--quick`
  * without BENCH_DATABASE_URL uses a database of its own that it drops at the end.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -24,6 +24,7 @@ import { KeyService } from '../src/keys/keys.js';
 import { projectRoot } from '../src/openapi.js';
 import { serverAnswers } from './support/postgres.js';
 import { isPublic, parseAddress } from '../src/address.js';
+import { compileServer, startListening, type ListeningProcess } from './support/processes.js';
 import { startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({
@@ -98,8 +99,9 @@ async function ensureDatabase(): Promise<void> {
   log(`seeded in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
-function start(command: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, command, { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+/** A process on a port of its own (scripts/support/processes.ts): no fixed port, nothing else answering. */
+function start(command: string[], env: Record<string, string>): Promise<ListeningProcess> {
+  return startListening(command, { ...process.env, ...env });
 }
 
 async function waitFor(urlToPoll: string): Promise<void> {
@@ -201,13 +203,22 @@ async function main(): Promise<void> {
   // one query at a time and would measure nothing. On a machine with only Node.js the smoke run
   // says so and passes; where the suite must run on a server (CI) it fails instead.
   if (quick && !process.env.BENCH_DATABASE_URL && !(await serverAnswers(adminUrl))) {
-    if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`bench: no PostgreSQL server answers at ${new URL(adminUrl).host}`);
+    if (process.env.TEST_REQUIRE_POSTGRES === '1') throw new Error(`no PostgreSQL server answers at ${new URL(adminUrl).host}`);
     log(`bench: no PostgreSQL server answers at ${new URL(adminUrl).host}; the benchmark needs one, so the smoke run is skipped`);
     return;
   }
   await ensureDatabase();
   log('building…');
-  execFileSync(path.join(projectRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
+  // A build of its own, not dist/: another run (or `npm run build`) may be writing that.
+  const build = compileServer('bench');
+  try {
+    await measure(build.main);
+  } finally {
+    build.remove();
+  }
+}
+
+async function measure(serverMain: string): Promise<void> {
 
   const db = await connectDatabase({ databaseUrl: url, dataDir: '.data', dbPoolMax: 2 }, pino({ level: 'silent' }));
   const keys = new KeyService(db.orm.em);
@@ -217,11 +228,8 @@ async function main(): Promise<void> {
   await db.close();
 
   const smtp = await startSmtp();
-  const ports = { app: 18_081, app2: 18_082, http: 18_083, express: 18_084 };
-  const appEnv = (port: number, extra: Record<string, string> = {}) => ({
+  const appEnv = (extra: Record<string, string> = {}) => ({
     NODE_OPTIONS: NODE_OPTIONS,
-    PORT: String(port),
-    HOST: '127.0.0.1',
     DATABASE_URL: url,
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -234,13 +242,21 @@ async function main(): Promise<void> {
     ...extra,
   });
   const children: ChildProcess[] = [];
-  const app = start(['dist/src/main.js'], appEnv(ports.app));
-  const http = start(['--import', 'tsx', 'scripts/bench/baseline.ts', 'http'], { PORT: String(ports.http), DATABASE_URL: url });
-  const exp = start(['--import', 'tsx', 'scripts/bench/baseline.ts', 'express'], { PORT: String(ports.express), DATABASE_URL: url });
-  children.push(app, http, exp);
+  const started = await Promise.allSettled([
+    start([serverMain], appEnv()),
+    start(['--import', 'tsx', 'scripts/bench/baseline.ts', 'http'], { DATABASE_URL: url }),
+    start(['--import', 'tsx', 'scripts/bench/baseline.ts', 'express'], { DATABASE_URL: url }),
+  ]);
+  for (const s of started) if (s.status === 'fulfilled') children.push(s.value.child);
   try {
-    const base = `http://127.0.0.1:${ports.app}`;
-    await Promise.all([waitFor(`${base}/readyz`), waitFor(`http://127.0.0.1:${ports.http}/check?ip=1.1.1.1`), waitFor(`http://127.0.0.1:${ports.express}/check?ip=1.1.1.1`)]);
+    const [appProcess, httpProcess, expressProcess] = started.map((s) => {
+      if (s.status === 'rejected') throw s.reason;
+      return s.value;
+    }) as [ListeningProcess, ListeningProcess, ListeningProcess];
+    const app = appProcess.child;
+    const base = appProcess.origin;
+    const ports = { http: httpProcess.port, express: expressProcess.port };
+    await waitFor(`${base}/readyz`);
     const key = { 'X-Key': enterprise };
     const json = { ...key, 'content-type': 'application/json' };
 
@@ -326,11 +342,11 @@ async function main(): Promise<void> {
     });
 
     // Two processes against one.
-    const two = start(['dist/src/main.js'], appEnv(ports.app2, { WORKERS: '2' }));
-    children.push(two);
-    await waitFor(`http://127.0.0.1:${ports.app2}/readyz`);
+    const two = await start([serverMain], appEnv({ WORKERS: '2' }));
+    children.push(two.child);
+    await waitFor(`${two.origin}/readyz`);
     await new Promise((r) => setTimeout(r, 1000));
-    const twoRow = await run('GET /check, WORKERS=2', `http://127.0.0.1:${ports.app2}`, 50, {
+    const twoRow = await run('GET /check, WORKERS=2', two.origin, 50, {
       path: () => `/api/v2/check?ip=${freshIp()}`,
       headers: key,
     });
@@ -450,7 +466,7 @@ function writeResults(report: string): void {
 
 main()
   .catch((err: unknown) => {
-    console.error(err);
+    console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
   })
   .finally(dropQuickDatabase);

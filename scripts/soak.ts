@@ -8,7 +8,7 @@
  * response is a 5xx or the resident memory at the end exceeds the level after warm-up by more
  * than 10%.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -16,6 +16,7 @@ import pino from 'pino';
 import { connectDatabase } from '../src/db/connect.js';
 import { KeyService } from '../src/keys/keys.js';
 import { projectRoot } from '../src/openapi.js';
+import { startListening } from './support/processes.js';
 import { startSmsProvider, startSmtp } from './support/sinks.js';
 
 const { values: args } = parseArgs({ options: { minutes: { type: 'string', default: '3' }, connections: { type: 'string', default: '20' } } });
@@ -36,28 +37,21 @@ async function main(): Promise<void> {
   const professional = (await service.create({ role: 'professional' })).key;
   await db.close();
   const [smtp, sms] = await Promise.all([startSmtp(), startSmsProvider()]);
-  const port = 18_095;
-  const server = spawn(process.execPath, ['dist/src/main.js'], {
-    cwd: projectRoot,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: url,
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      RELAY_SMTP_URL: smtp.url,
-      RELAY_MAIL_FROM: 'soak@example.net',
-      RELAY_SMS_URL: sms.url,
-      RELAY_SMS_TOKEN: sms.token,
-      RELAY_ENTERPRISE_MAIL_CEILING: '100000000',
-      RELAY_ENTERPRISE_SMS_CEILING: '100000000',
-      RELAY_SITE_DAILY_CAP: '100000000',
-      RELAY_RECIPIENT_FREE: '100000000',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  // On a port the system chooses (scripts/support/processes.ts): nothing else can answer for it.
+  const { child: server, origin: base } = await startListening(['dist/src/main.js'], {
+    ...process.env,
+    DATABASE_URL: url,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    RELAY_SMTP_URL: smtp.url,
+    RELAY_MAIL_FROM: 'soak@example.net',
+    RELAY_SMS_URL: sms.url,
+    RELAY_SMS_TOKEN: sms.token,
+    RELAY_ENTERPRISE_MAIL_CEILING: '100000000',
+    RELAY_ENTERPRISE_SMS_CEILING: '100000000',
+    RELAY_SITE_DAILY_CAP: '100000000',
+    RELAY_RECIPIENT_FREE: '100000000',
   });
-  const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 600; i++) {
     if ((await fetch(`${base}/readyz`).catch(() => undefined))?.ok) break;
     await new Promise((r) => setTimeout(r, 100));

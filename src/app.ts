@@ -34,6 +34,7 @@ import { Rulesets } from './rules/rulesets.js';
 import { accessRules, type AccessRule, type AccessRules } from './http/access.js';
 import { Meter } from './keys/usage.js';
 import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
+import type { ApiReference } from './reference.js';
 import { blacklistHandlers } from './blacklist/handlers.js';
 import { BlacklistService } from './blacklist/service.js';
 import { blacklistSnapshots } from './blacklist/snapshots.js';
@@ -76,6 +77,8 @@ export interface AppDeps {
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
+  /** GET /api/v2/docs: the published reference, built ahead or at the first request. */
+  reference: ApiReference;
   /** The process's graceful stop: while it drains, /readyz answers 503 and responses close connections. */
   drain?: Drain;
 }
@@ -249,10 +252,15 @@ export function buildApp(deps: AppDeps): Express {
       res.type('application/yaml; charset=utf-8').send(served.yaml);
     });
   }
-  app.get(`${API_BASE}/docs`, (_req, res) => {
-    if (!api.referenceHtml) throw new ApiError(404, 'The API reference has not been built: run `npm run docs`.');
+  app.get(`${API_BASE}/docs`, async (_req, res) => {
+    const answer = await deps.reference.answer();
+    if (answer.state === 'building') {
+      throw new ApiError(503, answer.message, { headers: { 'Retry-After': String(answer.retryAfterSeconds) } });
+    }
+    if (answer.state === 'missing') throw new ApiError(404, answer.message);
+    if (answer.state === 'failed') throw new ApiError(500, answer.message);
     res.setHeader('Content-Security-Policy', DOCS_CSP);
-    res.type('text/html; charset=utf-8').send(api.referenceHtml);
+    res.type('text/html; charset=utf-8').send(answer.html);
   });
 
   // Everything outside the APIs' bases: the webhooks and the pages (/, /lookup, /account/…,

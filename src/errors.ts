@@ -53,10 +53,21 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * A message as one sentence: the text with exactly one final period. Every message built by
+ * ending a text with a period goes through it, so that a text that already ends with one (a
+ * reason given as a sentence) does not end with two.
+ */
+export function sentence(text: string): string {
+  const trimmed = text.trimEnd();
+  if (/[!?]$/.test(trimmed)) return trimmed;
+  return `${trimmed.replace(/\.+$/, '')}.`;
+}
+
 /** One field's bad value: `Invalid request: body field 'ips' must be …` with the field listed. */
 export function invalidField(location: ErrorLocation, name: string, message: string, code?: string): DomainError {
   const place = location === 'body' ? 'body field' : `${location} parameter`;
-  return new DomainError('invalid_input', `Invalid request: ${place} '${name}' ${message.replace(/\.$/, '')}.`, {
+  return new DomainError('invalid_input', sentence(`Invalid request: ${place} '${name}' ${message}`), {
     code,
     fields: [{ location, name, message }],
   });

@@ -24,8 +24,6 @@ export interface ProtocolDocument {
 }
 
 export interface ApiArtifacts extends ProtocolDocument {
-  /** The published reference (`npm run docs`), when it has been built. */
-  referenceHtml: string | undefined;
   /** The documents of the other protocols, each served under its own base path. */
   protocols: { crowdsec: ProtocolDocument; abuseipdb: ProtocolDocument };
 }
@@ -42,12 +40,10 @@ function loadDocument(root: string, name: string): ProtocolDocument {
   return { document: JSON.parse(json) as ApiDocument, json, yaml };
 }
 
-/** Reads the generated contracts and the reference once, at start. */
+/** Reads the generated contracts once, at start (the reference is src/reference.ts's). */
 export function loadApiArtifacts(root = projectRoot): ApiArtifacts {
-  const referencePath = path.join(root, 'dist', 'reference.html');
   return {
     ...loadDocument(root, 'openapi'),
-    referenceHtml: existsSync(referencePath) ? readFileSync(referencePath, 'utf8') : undefined,
     protocols: { crowdsec: loadDocument(root, 'crowdsec'), abuseipdb: loadDocument(root, 'abuseipdb') },
   };
 }

@@ -14,7 +14,8 @@ import { Drain } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from './http/server.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
-import { loadApiArtifacts } from './openapi.js';
+import { loadApiArtifacts, projectRoot } from './openapi.js';
+import { ApiReference, redoclyCli, referenceFileOf } from './reference.js';
 import { logProgress } from './progress.js';
 import { RelayRepository } from './relay/repository.js';
 import { startRelay, type RelayRuntime } from './relay/runtime.js';
@@ -32,6 +33,11 @@ export interface StartOptions {
   /** Connections of the relay queue's own pool. */
   queueConnections?: number;
   timeouts?: typeof SERVER_TIMEOUTS;
+  /**
+   * The published reference: another file than dist/reference.html, no Redocly CLI (`cli:
+   * null`, as in a production install), another wait for a build (tests).
+   */
+  reference?: { file?: string; cli?: string | null; waitMs?: number };
 }
 
 /** A running server process: what start() made, and the one way to stop it. */
@@ -61,6 +67,14 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
   const { logger } = options;
   const clock = options.clock ?? systemClock;
   const api = loadApiArtifacts();
+  const reference = new ApiReference({
+    file: options.reference?.file ?? referenceFileOf(projectRoot),
+    document: api.yaml,
+    root: projectRoot,
+    cli: options.reference?.cli === null ? undefined : (options.reference?.cli ?? redoclyCli(projectRoot)),
+    logger,
+    waitMs: options.reference?.waitMs,
+  });
   const [geo, database] = await Promise.all([
     openGeoIp({ ...config.geoip, progress: logProgress(logger) }),
     options.database ?? connectDatabase(config, logger, { migrate: options.migrate ?? 'apply' }),
@@ -86,6 +100,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     logger,
     clock,
     api,
+    reference,
   });
   const jobs =
     options.jobs === false
@@ -115,6 +130,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     drain,
     async stop({ drainMs = 0, abrupt = false, reason } = {}) {
       drain.begin();
+      reference.close();
       if (!abrupt) {
         logger.info({ reason, drainSeconds: drainMs / 1000 }, 'stopping: draining (/readyz answers 503, responses close their connections)');
         await new Promise((resolve) => setTimeout(resolve, drainMs));

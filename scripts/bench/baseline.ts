@@ -2,10 +2,13 @@
  * The bare baselines of the benchmark, each a process of its own answering
  * `GET /check?ip=…` with a single-row primary-key lookup on the same database:
  *   tsx scripts/bench/baseline.ts http|express   (PORT, DATABASE_URL)
+ * Started with PORT=0 and an IPC channel, it tells its parent the port it got, as the server does.
  */
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import express from 'express';
 import pg from 'pg';
+import { announceListening } from '../../src/ipc.js';
 
 const kind = process.argv[2];
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -17,17 +20,19 @@ async function lookup(ip: string) {
 }
 
 const port = Number(process.env.PORT);
+let server: Server;
 if (kind === 'http') {
-  createServer(async (req, res) => {
+  server = createServer(async (req, res) => {
     const ip = new URL(req.url ?? '/', 'http://x').searchParams.get('ip') ?? '';
     const row = await lookup(ip);
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
     res.end(JSON.stringify({ data: row }));
-  }).listen(port, '127.0.0.1');
+  });
 } else {
   const app = express();
   app.get('/check', async (req, res) => {
     res.json({ data: await lookup(String(req.query.ip ?? '')) });
   });
-  app.listen(port, '127.0.0.1');
+  server = createServer(app);
 }
+server.listen(port, '127.0.0.1', () => announceListening((server.address() as AddressInfo).port));

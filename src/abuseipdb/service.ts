@@ -3,7 +3,7 @@ import countries from 'i18n-iso-countries';
 import type { BlacklistService, ListParams } from '../blacklist/service.js';
 import type { Clock } from '../clock.js';
 import type { Read } from '../db/pool.js';
-import { DomainError } from '../errors.js';
+import { DomainError, sentence } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { addressToBigInt, bigIntToAddress, isPublic, parseAddress, parseNetwork } from '../address.js';
 import type { Charge } from '../keys/usage.js';
@@ -42,7 +42,7 @@ function address(text: string, name: string) {
   const parsed = parseAddress(text.trim());
   if (parsed) return parsed;
   const message = 'must be a valid IPv4 or IPv6 address (e.g. 8.8.8.8 or 2001:4860:4860::8888)';
-  throw new DomainError('invalid_input', `The ${name} parameter ${message}.`, { code: 'invalid_request', fields: [{ location: 'query', name, message }] });
+  throw new DomainError('invalid_input', sentence(`The ${name} parameter ${message}`), { code: 'invalid_request', fields: [{ location: 'query', name, message }] });
 }
 
 /** AbuseIPDB's bulk-report CSV: a header line, then `IP,Categories,ReportDate,Comment`, parsed a line at a time. */
@@ -123,7 +123,7 @@ export class AbuseIpdbService {
     const ids = categoryIds(body.categories);
     if (!ids.length || ids.some((id) => id < 1 || id > ABUSEIPDB_CATEGORY_MAX)) {
       const message = `must be AbuseIPDB category ids from 1 to ${ABUSEIPDB_CATEGORY_MAX}, separated by commas`;
-      throw new DomainError('invalid_input', `The categories parameter ${message}.`, { code: 'invalid_request', fields: [{ location: 'body', name: 'categories', message }] });
+      throw new DomainError('invalid_input', sentence(`The categories parameter ${message}`), { code: 'invalid_request', fields: [{ location: 'body', name: 'categories', message }] });
     }
     const stored = await this.reputation.report(caller, reporterIp, { ip: body.ip, categories: ids, comment: body.comment }, charge);
     return { data: { ipAddress: stored.ip, abuseConfidenceScore: stored.abuseConfidencePercentage } };

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import type { Read } from '../db/pool.js';
-import { DomainError, within as inRange } from '../errors.js';
+import { DomainError, sentence, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
 import { BLACKLIST_CATEGORIES } from './categories.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
@@ -143,7 +143,7 @@ export class BlacklistService {
     const unknown = categories.filter((id) => !known.has(id));
     if (unknown.length) {
       const message = `unknown threat-category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`;
-      throw new DomainError('unprocessable', `Invalid category filter: ${message}.`, { code: 'unknown_category', fields: [{ location: 'query', name: 'category', message }] });
+      throw new DomainError('unprocessable', sentence(`Invalid category filter: ${message}`), { code: 'unknown_category', fields: [{ location: 'query', name: 'category', message }] });
     }
     return categories;
   }

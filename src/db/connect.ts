@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { findRunningEmbedded, startEmbedded } from './embedded.js';
+import { connectionProblem } from './errors.js';
 import { migrate, openOrm, pendingMigrations, type Orm } from './orm.js';
 import { ormPool, type Pool } from './pool.js';
 
@@ -72,7 +73,11 @@ export async function connectDatabase(
   let url = config.databaseUrl;
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (url) {
-    await createDatabaseIfMissing(url, logger);
+    // The first connection: what goes wrong here is said in terms of DATABASE_URL.
+    const configured = url;
+    await createDatabaseIfMissing(configured, logger).catch((err: unknown) => {
+      throw connectionProblem(err, configured);
+    });
   } else {
     url = await findRunningEmbedded(config.dataDir);
     if (url) {

@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
+import type { Role } from './roles.js';
 
-export const ROLES = ['free', 'contributor', 'professional', 'business', 'enterprise', 'honeypot'] as const;
-export type Role = (typeof ROLES)[number];
+export { ROLES, type Role } from './roles.js';
 
 export interface Account {
   id: number;

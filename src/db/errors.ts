@@ -27,3 +27,55 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return isDatabaseUnavailable(e.cause, depth + 1);
 }
+
+/** A database URL fit for a message or a log line: its password replaced with `***`. */
+export function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(not shown: not a valid URL)';
+  }
+}
+
+/**
+ * What a failed first connection to DATABASE_URL means, in words an operator can act on:
+ * pg's own errors name neither the setting nor, at times, the host ("SASL: SCRAM-SERVER-FIRST-
+ * MESSAGE: client password must be a string", "getaddrinfo ENOTFOUND db"). The URL is shown
+ * without its password; the original error is the cause.
+ */
+export function connectionProblem(err: unknown, url: string): Error {
+  const e = (err ?? {}) as { code?: unknown; message?: unknown; errors?: { code?: unknown }[] };
+  const code = typeof e.code === 'string' ? e.code : typeof e.errors?.[0]?.code === 'string' ? e.errors[0].code : '';
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return new Error(`DATABASE_URL is not a valid URL: ${message}`, { cause: err });
+  }
+  const host = u.hostname || 'localhost';
+  const port = u.port || '5432';
+  const user = decodeURIComponent(u.username) || '(the system user)';
+  const shown = `DATABASE_URL is ${withoutPassword(url)}`;
+  let text: string;
+  if (/client password must be a (non-empty )?string/.test(message) || (code === '28P01' && !u.password)) {
+    const example = new URL(url);
+    example.password = 'PASSWORD';
+    text = `the PostgreSQL server at ${host}:${port} asks for a password for user "${user}", and DATABASE_URL has none: put it in DATABASE_URL, as in ${example.toString().replace('PASSWORD@', '<password>@')} (percent-encode special characters). ${shown}.`;
+  } else if (code === '28P01') {
+    text = `the PostgreSQL server at ${host}:${port} refused the password of user "${user}": correct it in DATABASE_URL. ${shown}.`;
+  } else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    text = `the database host "${host}" in DATABASE_URL does not resolve (${code}): correct the host name in DATABASE_URL. ${shown}.`;
+  } else if (code === 'ECONNREFUSED') {
+    text = `no PostgreSQL server answers at ${host}:${port} (connection refused): start it, or correct the host and port in DATABASE_URL. ${shown}.`;
+  } else if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || /timeout/i.test(message)) {
+    text = `the PostgreSQL server at ${host}:${port} cannot be reached (${code || 'timeout'}): check the host and port in DATABASE_URL, and the network. ${shown}.`;
+  } else if (code === '28000' || code === '3D000' || code === '42501') {
+    text = `the PostgreSQL server at ${host}:${port} refused the connection: ${message}. ${shown}.`;
+  } else {
+    text = `cannot connect to the PostgreSQL server at ${host}:${port}: ${message}. ${shown}.`;
+  }
+  return new Error(text, { cause: err });
+}

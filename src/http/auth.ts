@@ -3,7 +3,7 @@ import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.j
 import { hasFeature } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
 import { siteHost, siteRefused, type KeySites } from '../keys/sites.js';
-import { ApiError, forbidden, MESSAGES, unauthorized } from './errors.js';
+import { ApiError, forbidden, MESSAGES, UNAUTHORIZED_HINT, unauthorized } from './errors.js';
 import type { AnyOperationId } from './types.js';
 
 declare module 'express-serve-static-core' {
@@ -55,9 +55,9 @@ export function authenticateBeforeBody(keys: KeyAuthenticator, keyHeader: (path:
 export const hasValidKey = (res: Response): boolean => res.locals.presented?.caller !== undefined;
 
 const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
-  new ApiError(401, code === 'missing_api_key' ? 'An API key is required in the X-Key header.' : MESSAGES[401], {
-    code,
-  });
+  code === 'missing_api_key'
+    ? new ApiError(401, 'An API key is required in the X-Key header.', { code })
+    : new ApiError(401, MESSAGES[401], { code, topLevelMessage: UNAUTHORIZED_HINT });
 
 /**
  * Authentication and feature access for one operation, as its `x-access` says (http/access.ts):

@@ -17,10 +17,11 @@ export function sendData<T>(res: Response, data: T, message?: string, code = 200
 
 /**
  * The error envelope: `meta` as the specification has it, and the machine-readable `code` and
- * the `message` at the top level too, where the ReportedIP clients read them.
+ * the `message` at the top level too, where the ReportedIP clients read (and show) them. The
+ * top-level message is meta.message, or `topLevelMessage` where that says more (the 401's hint).
  */
-export function errorBody(status: number, message: string, code: string, errors?: FieldError[], data?: unknown) {
+export function errorBody(status: number, message: string, code: string, errors?: FieldError[], data?: unknown, topLevelMessage?: string) {
   const meta: Meta = { success: false, code: status, message };
   if (errors?.length) meta.errors = errors;
-  return { meta, data: data ?? null, code, message };
+  return { meta, data: data ?? null, code, message: topLevelMessage ?? message };
 }

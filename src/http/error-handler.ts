@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { AccessRules, OperationId } from './access.js';
 import { errorBody } from './envelope.js';
-import { DomainError, type ErrorKind, type ErrorLocation, type FieldError } from '../errors.js';
+import { DomainError, sentence, type ErrorKind, type ErrorLocation, type FieldError } from '../errors.js';
 import { ApiError, errorCode, MESSAGES } from './errors.js';
 import type { Metering } from './metering.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
@@ -52,7 +52,7 @@ function describe(errors: FieldError[]): string {
   if (!first) return 'The request does not match the API description.';
   const where = first.name === '(whole)' || first.name === '(body)' ? 'the request body' : `${PLACE[first.location]} '${first.name}'`;
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''}, listed in meta.errors)` : '';
-  return `Invalid request: ${where} ${first.message.replace(/\.$/, '')}${more}.`;
+  return sentence(`Invalid request: ${where} ${first.message.replace(/\.+$/, '')}${more}`);
 }
 
 function validatorFieldErrors(err: ValidatorError): FieldError[] {
@@ -70,6 +70,8 @@ interface Mapped {
   data?: Record<string, unknown>;
   headers?: Record<string, string>;
   code?: string;
+  /** The top-level (relay: the only) message, where it says more than meta.message. */
+  topLevelMessage?: string;
 }
 
 /** The status of each kind of domain error: the one place the domain meets HTTP. */
@@ -102,7 +104,7 @@ function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<ty
   const bodyError = err as BodyParserError;
   switch (bodyError?.type) {
     case 'entity.parse.failed':
-      return { status: 400, message: 'The request body is not valid JSON: ' + bodyError.message.replace(/\s+in JSON at.*$/, '') + '.' };
+      return { status: 400, message: sentence('The request body is not valid JSON: ' + bodyError.message.replace(/\s+in JSON at.*$/, '')) };
     case 'entity.too.large':
       return {
         status: 413,
@@ -185,11 +187,11 @@ export function errorHandler(logger: Logger, metering: Metering, rules: AccessRu
     const relay = operationId !== undefined ? rules[operationId as OperationId]?.relay : RELAY_PATH.test(req.path);
     res.status(mapped.status);
     if (relay) {
-      const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message: mapped.message };
+      const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message: mapped.topLevelMessage ?? mapped.message };
       if (mapped.errors?.length) body.errors = mapped.errors;
       res.json(body);
       return;
     }
-    res.json(errorBody(mapped.status, mapped.message, errorCode(mapped.status, mapped.code), mapped.errors, mapped.data));
+    res.json(errorBody(mapped.status, mapped.message, errorCode(mapped.status, mapped.code), mapped.errors, mapped.data, mapped.topLevelMessage));
   };
 }

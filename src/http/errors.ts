@@ -16,6 +16,11 @@ export class ApiError extends Error {
       headers?: Record<string, string>;
       /** The machine-readable error code; without one, the status's default (ERROR_CODES). */
       code?: string;
+      /**
+       * The top-level `message` (the relay's `message`), where it says more than `meta.message`,
+       * whose text the specification fixes: what the caller should do.
+       */
+      topLevelMessage?: string;
     } = {},
   ) {
     super(message);
@@ -28,6 +33,12 @@ export const MESSAGES = {
   403: 'Your role does not have access to this endpoint.',
   429: 'Rate limit exceeded. Try again later.',
 } as const;
+
+/**
+ * The top-level `message` of a 401: the specification's text with what to do. `meta.message`
+ * keeps the specification's text, which clients may compare.
+ */
+export const UNAUTHORIZED_HINT = 'Invalid or missing API key: send it in the X-Key header.';
 
 /** The code of an error answer by status, unless the error names its own. */
 export const ERROR_CODES: Readonly<Record<number, string>> = {
@@ -48,7 +59,8 @@ export function errorCode(status: number, code?: string): string {
   return code ?? (Object.hasOwn(ERROR_CODES, status) ? ERROR_CODES[status]! : 'internal_error');
 }
 
-export const unauthorized = (code: 'missing_api_key' | 'invalid_api_key' = 'invalid_api_key') => new ApiError(401, MESSAGES[401], { code });
+export const unauthorized = (code: 'missing_api_key' | 'invalid_api_key' = 'invalid_api_key') =>
+  new ApiError(401, MESSAGES[401], { code, topLevelMessage: UNAUTHORIZED_HINT });
 export const forbidden = () => new ApiError(403, MESSAGES[403], { code: 'tier_forbidden' });
 export const rateLimited = (retryAfter: number) =>
   new ApiError(429, MESSAGES[429], {

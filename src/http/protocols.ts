@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { ABUSEIPDB_BASE, CROWDSEC_BASE } from '../openapi.js';
-import type { FieldError } from '../errors.js';
+import { sentence, type FieldError } from '../errors.js';
 
 /**
  * The other protocols answer errors in their own shapes: CrowdSec's LAPI `{"message": …}`,
@@ -42,7 +42,7 @@ export function protocolError(protocol: Protocol, error: ErrorAnswer, res: Respo
     detail = `Daily rate limit of ${String(res.getHeader('X-RateLimit-Limit'))} requests exceeded for this endpoint. See the Retry-After header for the seconds until it resets.`;
   }
   const errors = error.errors?.length
-    ? error.errors.map((e) => ({ detail: `The ${e.name} parameter ${e.message.replace(/\.$/, '')}.`, status, source: { parameter: e.name } }))
+    ? error.errors.map((e) => ({ detail: sentence(`The ${e.name} parameter ${e.message}`), status, source: { parameter: e.name } }))
     : [{ detail, status }];
   return { status, body: { errors } };
 }

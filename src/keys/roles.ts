@@ -1,4 +1,4 @@
-import { ROLES, type Role } from '../db/entities.js';
+import { ROLES, type Role } from '../db/roles.js';
 
 /**
  * The role table: what each role may do and how much, per day and per month. It is the one

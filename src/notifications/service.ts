@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { NotificationConfigRepository } from './repository.js';
-import { DomainError, unprocessable } from '../errors.js';
+import { DomainError, sentence, unprocessable } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import { SITE_URL_RULE, siteHost, siteRefused, type KeySites } from '../keys/sites.js';
 import { MessageRuleError, parseMailbox, singleLine } from '../relay/message-rules.js';
@@ -17,7 +17,7 @@ export const NOTIFICATION_CONFIGS_MAX = 50;
 
 function invalid(err: unknown): never {
   if (err instanceof MessageRuleError) {
-    throw unprocessable(`Invalid request: ${err.message.replace(/\.$/, '')}.`, [{ location: 'body', name: err.field, message: err.message }]);
+    throw unprocessable(sentence(`Invalid request: ${err.message}`), [{ location: 'body', name: err.field, message: err.message }]);
   }
   throw err;
 }
@@ -25,7 +25,7 @@ function invalid(err: unknown): never {
 function siteOf(url: string, location: 'body' | 'query'): string {
   const site = siteHost(url);
   if (site === undefined) {
-    throw unprocessable(`Invalid request: ${SITE_URL_RULE}.`, [{ location, name: 'site_url', message: SITE_URL_RULE }]);
+    throw unprocessable(sentence(`Invalid request: ${SITE_URL_RULE}`), [{ location, name: 'site_url', message: SITE_URL_RULE }]);
   }
   return site;
 }

@@ -2,7 +2,7 @@ import type { components } from '../../generated/api.js';
 import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
 import type { Role } from '../db/entities.js';
-import { DomainError, unprocessable, type ErrorKind } from '../errors.js';
+import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import type { KeySites } from '../keys/sites.js';
 import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
@@ -96,7 +96,7 @@ export function relayLimits(config: RelayConfig): RelayLimits {
 const relayError = (kind: ErrorKind, code: string, message: string, retryAfter?: number) => new DomainError(kind, message, { code, retryAfter });
 
 const invalid = (name: string, message: string, code = 'invalid_request') =>
-  unprocessable(`Invalid request: ${message.replace(/\.$/, '')}.`, [{ location: 'body', name, message }], code);
+  unprocessable(sentence(`Invalid request: ${message}`), [{ location: 'body', name, message }], code);
 
 /** The relay's rules are checked here too, whatever checked the request before. */
 function checked<T>(check: () => T): T {

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Queryable, Read } from '../db/pool.js';
 import type { CategoryService } from '../categories/categories.js';
 import type { GeoIp } from '../geo/geoip.js';
-import { DomainError, unprocessable, within } from '../errors.js';
+import { DomainError, sentence, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/keys.js';
 import type { Charge, Meter } from '../keys/usage.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
@@ -231,7 +231,7 @@ export class ReputationService {
     const parsed = parseNetwork(network, { prefixRequired: true });
     if (!parsed) {
       const message = 'must be a network in CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/48';
-      throw new DomainError('invalid_input', `Invalid request: query parameter 'network' ${message}.`, { code: 'invalid_request', fields: [{ location: 'query', name: 'network', message }] });
+      throw new DomainError('invalid_input', sentence(`Invalid request: query parameter 'network' ${message}`), { code: 'invalid_request', fields: [{ location: 'query', name: 'network', message }] });
     }
     const widest = NETWORK_PREFIX_MIN[parsed.version];
     if (parsed.bits < widest) {
@@ -326,7 +326,7 @@ export class ReputationService {
   async report(caller: Caller, reporterIp: string, input: { ip: string; categories: unknown; comment?: string }, charge: Charge) {
     const validated = await this.validateReport(input.ip, categoryIds(input.categories), input.comment ?? '');
     if ('field' in validated) {
-      throw unprocessable(`The report was refused: ${validated.message}.`, [
+      throw unprocessable(sentence(`The report was refused: ${validated.message}`), [
         { location: 'body', name: validated.field, message: validated.message },
       ], validated.code);
     }
@@ -446,7 +446,7 @@ export class ReputationService {
       });
     }
     const reason = unreportable(parsed);
-    if (reason) throw unprocessable(`The feedback was refused: ${reason}`, [{ location: 'body', name: 'ipAddress', message: reason }], 'address_not_reportable');
+    if (reason) throw unprocessable(sentence(`The feedback was refused: ${reason}`), [{ location: 'body', name: 'ipAddress', message: reason }], 'address_not_reportable');
     const cleaned = cleanComment(input.reason ?? '');
     const recorded = await this.repository.recordFeedback(
       { ip: parsed.text, accountId: caller.accountId, keyId: caller.keyId, reason: cleaned.slice(0, COMMENT_MAX) },

@@ -2,7 +2,7 @@ import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
 import { CUSTOM_ID_MAX, type CategoryService } from '../categories/categories.js';
 import type { Clock } from '../clock.js';
 import type { StatsRepository } from './repository.js';
-import { unprocessable, within } from '../errors.js';
+import { sentence, unprocessable, within } from '../errors.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -89,7 +89,7 @@ export class StatsService {
       within('query', 'category', category, 1, CUSTOM_ID_MAX);
       if (!(await this.categories.severities()).has(category)) {
         const message = `unknown threat-category id ${category} (see GET /categories)`;
-        throw unprocessable(`Invalid category filter: ${message}.`, [{ location: 'query', name: 'category', message }], 'unknown_category');
+        throw unprocessable(sentence(`Invalid category filter: ${message}`), [{ location: 'query', name: 'category', message }], 'unknown_category');
       }
     }
     const now = this.clock.now().getTime();

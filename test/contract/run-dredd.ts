@@ -6,7 +6,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -23,20 +22,10 @@ import { generateSigningKey } from '../../src/rules/rulesets.js';
 import { CategoryService } from '../../src/categories/categories.js';
 import { Bouncers } from '../../src/crowdsec/bouncers.js';
 import { BouncerRepository } from '../../src/crowdsec/repository.js';
+import { startListening } from '../../scripts/support/processes.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 async function serverDatabase(): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
   const adminUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? DEFAULT_URL;
@@ -68,6 +57,7 @@ async function serverDatabase(): Promise<{ url: string; drop: () => Promise<void
 }
 
 async function waitForReady(origin: string, child: ChildProcess): Promise<void> {
+  // Listening, but ready only once the database answers.
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
@@ -135,11 +125,8 @@ async function main(): Promise<number> {
   mkdirSync(rulesDir);
   writeFileSync(path.join(rulesDir, 'signing.pem'), generateSigningKey().privateKeyPem, { mode: 0o600 });
   writeFileSync(path.join(rulesDir, 'scan_paths.json'), JSON.stringify({ version: 1, rules: ['/.env', '/.git/config'] }));
-  const port = await freePort();
   const env = {
     ...process.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     DATA_DIR: dataDir,
     DATABASE_URL: database?.url ?? '',
@@ -156,11 +143,14 @@ async function main(): Promise<number> {
     RELAY_RECIPIENT_GLOBAL_DAILY: '1000',
   };
   if (!database) delete (env as Record<string, string>).DATABASE_URL;
-  console.log(`contract: server on port ${port}, ${database ? 'PostgreSQL server' : 'embedded PostgreSQL'}`);
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot, env, stdio: 'inherit' });
+  let server: ChildProcess | undefined;
   try {
-    const origin = `http://127.0.0.1:${port}`;
-    await waitForReady(origin, server);
+    // On a port the system chooses, which the server tells over IPC: nothing else can answer for it.
+    const started = await startListening(['--import', 'tsx', 'src/main.ts'], env, { stdout: 'inherit' });
+    server = started.child;
+    const origin = started.origin;
+    console.log(`contract: server on port ${started.port}, ${database ? 'PostgreSQL server' : 'embedded PostgreSQL'}`);
+    await waitForReady(origin, started.child);
     const db = await connectDatabase(
       { databaseUrl: database?.url, dataDir, dbPoolMax: 2 },
       pino({ level: 'silent' }),
@@ -227,8 +217,11 @@ async function main(): Promise<number> {
     for (const name of Object.keys(COVERAGE)) failed = (await dredd(name, origin, keys)) || failed;
     return failed;
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
+    if (server && server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((r) => server!.once('exit', r));
+      server.kill('SIGTERM');
+      await exited;
+    }
     await database?.drop();
     await Promise.all([smtp.close(), sms.close()]);
     rmSync(dataDir, { recursive: true, force: true });

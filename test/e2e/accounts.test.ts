@@ -1,13 +1,14 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
-import { launchChromium, haveChromium } from '../support/browser.js';
+import { CHROMIUM, launchChromium } from '../support/browser.js';
 import { call } from '../support/http.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { missingTools, requireTools } from '../support/tools.js';
 
 /**
  * A person in a real browser (Debian's Chromium through playwright-core): the home page draws
@@ -27,12 +28,25 @@ let page: Page;
 const foreign: string[] = [];
 
 async function shot(p: Page, name: string, fullPage = true) {
-  await p.screenshot({ path: path.join(RESULTS, `${name}.png`), fullPage });
-  if (process.env.UPDATE_SCREENSHOTS === '1') await p.screenshot({ path: path.join(DOCS, `${name}.png`), fullPage });
+  const png = await p.screenshot({ fullPage });
+  replaceFile(path.join(RESULTS, `${name}.png`), png);
+  if (process.env.UPDATE_SCREENSHOTS === '1') replaceFile(path.join(DOCS, `${name}.png`), png);
 }
 
-describe.skipIf(!haveChromium)('accounts in a real browser', () => {
+/** Writes a file whole or not at all (a new file renamed over the old): two runs at once never leave a torn one. */
+function replaceFile(file: string, content: Buffer) {
+  const temporary = `${file}.${process.pid}.${randomBytes(3).toString('hex')}.tmp`;
+  writeFileSync(temporary, content);
+  renameSync(temporary, file);
+}
+
+/** Chromium (CHROMIUM_PATH, or Debian's): skipped without it, naming it; CI=true fails instead. */
+const missing = missingTools([CHROMIUM]);
+
+describe('accounts in a real browser', () => {
+  beforeEach((ctx) => requireTools(ctx, missing));
   beforeAll(async () => {
+    if (missing) return;
     mkdirSync(RESULTS, { recursive: true });
     if (process.env.UPDATE_SCREENSHOTS === '1') mkdirSync(DOCS, { recursive: true });
     smtp = await startSmtp();

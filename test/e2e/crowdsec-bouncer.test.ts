@@ -1,18 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { Whitelist } from '../../src/reputation/whitelist.js';
 import { bouncersOf } from '../support/crowdsec.js';
 import { call } from '../support/http.js';
 import { reportFromAccounts } from '../support/reports.js';
-import { createNetns, netnsAvailable, type Netns } from '../support/netns.js';
+import { createNetns, type Netns } from '../support/netns.js';
 import { eventually } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
+import { missingTools, requireTools } from '../support/tools.js';
 
 /**
  * Debian's stock CrowdSec bouncers against this server, configured with nothing but its LAPI URL
@@ -21,13 +22,13 @@ import { startTcpProxy } from '../support/tcp-proxy.js';
  * never touched), the custom bouncer calls a script with `add` and `del`. Both must take the
  * startup list, then an added and a deleted decision after a regeneration.
  *
- * Needs root, iproute2 and the packages `crowdsec-firewall-bouncer` and `crowdsec-custom-bouncer`
- * (`.ci/run` installs them); skipped elsewhere unless CI=true, where their absence fails.
+ * Needs root, iproute2, nft and the packages `crowdsec-firewall-bouncer` and
+ * `crowdsec-custom-bouncer` (`.ci/run` installs them); skipped elsewhere, naming what is
+ * missing, unless CI=true, where their absence fails.
  */
 const FIREWALL = '/usr/bin/crowdsec-firewall-bouncer';
 const CUSTOM = '/usr/bin/crowdsec-custom-bouncer';
-const CI = process.env.CI === 'true';
-const runnable = netnsAvailable() && existsSync(FIREWALL) && existsSync(CUSTOM);
+const missing = missingTools(['ip', 'nft', 'crowdsec-firewall-bouncer', 'crowdsec-custom-bouncer'], { netns: true });
 
 const FIRST = ['45.155.205.11', '2a0d:5600:24::11'];
 const GONE = '45.155.205.12';
@@ -76,9 +77,10 @@ function startBouncer(binary: string, config: string) {
   return { child, output: () => output };
 }
 
-describe.skipIf(!runnable && !CI)('Debian\'s stock CrowdSec bouncers against this server', () => {
+describe('Debian\'s stock CrowdSec bouncers against this server', () => {
+  beforeEach((ctx) => requireTools(ctx, missing));
   beforeAll(async () => {
-    if (!runnable) throw new Error('root, iproute2, crowdsec-firewall-bouncer and crowdsec-custom-bouncer are needed (.ci/run installs them)');
+    if (missing) return;
     s = await startTestServer();
     work = mkdtempSync(path.join(tmpdir(), 'trs-bouncer-'));
     ns = await createNetns('trs-bouncer');

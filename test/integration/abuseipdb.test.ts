@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/openapi.js';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { expectSchema } from '../support/contract.js';
-import { fail2banAbuseipdbBan, fail2banInstalled } from '../support/fail2ban.js';
+import { fail2banAbuseipdbBan, FAIL2BAN_NEEDS } from '../support/fail2ban.js';
 import { call } from '../support/http.js';
 import { reportFromAccounts } from '../support/reports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { missingTools, requireTools } from '../support/tools.js';
 
 /**
  * AbuseIPDB's API v2 under /abuseipdb/api/v2: AbuseIPDB's parameters, shapes, errors and
@@ -14,7 +15,6 @@ import { startTestServer, type TestServer } from '../support/server.js';
  */
 let s: TestServer;
 const BASE = '/abuseipdb/api/v2';
-const CI = process.env.CI === 'true';
 const AUTH_FAILED = 'Authentication failed. Your API key is either missing, incorrect, or revoked. Note: The APIv2 key differs from the APIv1 key.';
 
 const abuse = (p: string, key?: string, o: Parameters<typeof call>[2] = {}) =>
@@ -65,7 +65,7 @@ describe('POST /report', () => {
   });
 
   it('runs fail2ban\'s stock abuseipdb action, as fail2ban runs it, with only the URL changed', async (t) => {
-    if (!fail2banInstalled()) return CI ? expect.fail('fail2ban is not installed (.ci/run installs it)') : t.skip();
+    requireTools(t, missingTools(...FAIL2BAN_NEEDS));
     const { key } = await s.createKey('free');
     const matches = [
       'Nov 20 14:32:01 web sshd[4127]: Failed password for root from 193.32.162.77 port 40122 ssh2',

@@ -112,7 +112,7 @@ describe('feature access by role', () => {
               meta: { success: false, code: expected, message },
               data: null,
               code: expected === 401 ? 'missing_api_key' : 'tier_forbidden',
-              message,
+              message: expected === 401 ? 'Invalid or missing API key: send it in the X-Key header.' : message,
             });
           }
         }

@@ -10,6 +10,7 @@ import { generateSigningKey } from '../../src/rules/rulesets.js';
 import { call } from '../support/http.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { missingTools, requireTools } from '../support/tools.js';
 
 /**
  * The code samples the reference publishes (x-codeSamples, made by `npm run generate`) are run
@@ -31,7 +32,7 @@ let s: TestServer;
 let env: NodeJS.ProcessEnv;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
 let sms: Awaited<ReturnType<typeof startSmsProvider>>;
-let hasPython = false;
+const missingPython = missingTools(['python3']);
 const rulesDir = mkdtempSync(path.join(tmpdir(), 'trs-samples-rules-'));
 
 beforeAll(async () => {
@@ -48,7 +49,6 @@ beforeAll(async () => {
   const key = (await s.createKey('enterprise')).key;
   env = { ...process.env, TRS_KEY: key };
   await call(s.base, '/notification-config', { key, json: { site_url: 'https://shop.example.com', recipients: ['security@example.com'] } });
-  hasPython = await run('python3', ['--version']).then(() => true, () => false);
 });
 afterAll(async () => {
   rmSync(rulesDir, { recursive: true, force: true });
@@ -69,14 +69,15 @@ describe('the published code samples', () => {
     for (const op of operations) expect(op.samples.map((x) => x.label), op.name).toEqual(['curl', 'JavaScript (typed client)', 'Python (standard library)']);
   });
 
-  it.each(operations)('curl: $name is accepted', async ({ samples }) => {
+  it.for(operations)('curl: $name is accepted', async ({ samples }, ctx) => {
+    requireTools(ctx, missingTools(['curl']));
     const { stdout } = await run('sh', ['-c', `${source(samples, 'curl')} -o /dev/null -w '%{http_code}'`], { env });
     expect(Number(stdout)).toBeGreaterThanOrEqual(200);
     expect(Number(stdout)).toBeLessThan(300);
   });
 
   it.for(operations)('Python: $name succeeds', async ({ samples }, ctx) => {
-    if (!hasPython) return ctx.skip('python3 is not installed here');
+    requireTools(ctx, missingPython);
     const { stdout } = await run('python3', ['-c', source(samples, 'Python')], { env });
     expect(stdout.length).toBeGreaterThan(0);
   });

@@ -7,15 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
 import { projectRoot } from '../../src/openapi.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { missingTools, requireTools } from '../support/tools.js';
 
 /**
  * The recipes in contrib/ run as an administrator installs them, against a real server: the
  * fail2ban action's ban command and the nftables sync script (with an `nft` that records what
- * it is given, and checks its syntax with the real nft where one is installed).
+ * it is given, and checks its syntax with the real nft where one is installed). Both run curl:
+ * without it they are skipped, naming it (CI=true fails them).
  */
 const run = promisify(execFile);
 const contrib = path.join(projectRoot, 'contrib');
-const realNft = spawnSync('sh', ['-c', 'command -v nft']).stdout.toString().trim();
+const realNft = spawnSync('sh', ['-c', 'PATH="$PATH:/usr/sbin:/sbin" command -v nft']).stdout.toString().trim();
+const missingCurl = missingTools(['curl']);
 
 let s: TestServer;
 let work: string;
@@ -51,7 +54,8 @@ function fail2banCommand(file: string, action: string, tags: Record<string, stri
 }
 
 describe('contrib/fail2ban', () => {
-  it('reports a banned address with the jail\'s categories', async () => {
+  it('reports a banned address with the jail\'s categories', async (ctx) => {
+    requireTools(ctx, missingCurl);
     const key = (await s.createKey('free')).key;
     const command = fail2banCommand(path.join(contrib, 'fail2ban/action.d/trs-report.conf'), 'actionban', {
       trs_url: s.base,
@@ -77,7 +81,8 @@ describe('contrib/fail2ban', () => {
 });
 
 describe('contrib/nftables', () => {
-  it('loads the blacklist once per ETag, atomically, and again when the table is gone', async () => {
+  it('loads the blacklist once per ETag, atomically, and again when the table is gone', async (ctx) => {
+    requireTools(ctx, missingCurl);
     const reporter = (await s.createKey('enterprise')).key;
     for (const ip of ['45.155.205.10', '45.155.205.11', '2a0d:5600:24::1']) {
       const { response } = await s.clientFor(reporter).POST('/report', { body: { ip, categories: [18] } });

@@ -66,7 +66,8 @@ describe('the embedded database', () => {
     await client.end();
   });
 
-  it.skipIf(process.getuid?.() !== 0)('refuses another local user', () => {
+  it('refuses another local user', (ctx) => {
+    ctx.skip(process.getuid?.() !== 0, 'needs root, to run a client as the user nobody');
     // Run as `nobody`: the socket's folder is closed to it, whatever PGlite would accept.
     const script = `const pg = require('pg'); const c = new pg.Client({ connectionString: process.argv[1] });
       c.connect().then(() => { console.log('CONNECTED'); return c.end(); }, (e) => { console.log('REFUSED ' + e.code); });`;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -10,7 +10,14 @@ const run = promisify(execFile);
 /** Debian's fail2ban: its AbuseIPDB action and the Python it runs on. */
 export const FAIL2BAN_ABUSEIPDB = '/etc/fail2ban/action.d/abuseipdb.conf';
 const PYTHON = '/usr/bin/python3';
-export const fail2banInstalled = () => existsSync(FAIL2BAN_ABUSEIPDB) && existsSync('/usr/lib/python3/dist-packages/fail2ban');
+/**
+ * What running the stock action takes (for tools.ts's missingTools): Debian's Python, curl (the
+ * action's command), and the fail2ban package (its action file and its Python code).
+ */
+export const FAIL2BAN_NEEDS = [
+  [PYTHON, 'curl'],
+  { files: { fail2ban: FAIL2BAN_ABUSEIPDB, 'fail2ban (its Python package)': '/usr/lib/python3/dist-packages/fail2ban' } },
+] as const;
 
 /**
  * Bans an address with fail2ban's stock `abuseipdb` action, through fail2ban's own code, its

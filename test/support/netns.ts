@@ -1,27 +1,14 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** Whether a command is installed (in PATH or the sbin folders root's PATH has). */
-export function installed(command: string): boolean {
-  return spawnSync('sh', ['-c', `PATH="$PATH:/usr/sbin:/sbin" command -v ${command}`]).status === 0;
-}
-
 /**
- * Whether this process may make network namespaces (root with iproute2): the firewall tools
- * then load files for real there, touching nothing of the machine's own firewall.
+ * A scratch network namespace (root with iproute2; tools.ts says whether this machine can make
+ * one): the firewall tools load files for real there, touching nothing of the machine's own
+ * firewall. `sh` runs a shell command inside it.
  */
-export function netnsAvailable(): boolean {
-  if (process.getuid?.() !== 0 || !installed('ip')) return false;
-  const name = `trs-probe-${randomBytes(3).toString('hex')}`;
-  const ok = spawnSync('ip', ['netns', 'add', name]).status === 0;
-  if (ok) spawnSync('ip', ['netns', 'del', name]);
-  return ok;
-}
-
-/** A scratch network namespace; `sh` runs a shell command inside it. */
 export interface Netns {
   name: string;
   sh(command: string, input?: string): Promise<{ out: string; err: string }>;

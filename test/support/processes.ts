@@ -4,7 +4,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { projectRoot } from '../../src/openapi.js';
+import { startListening } from '../../scripts/support/processes.js';
 import { eventually } from './relay-fakes.js';
 
 export async function freePort(): Promise<number> {
@@ -27,15 +27,15 @@ export function serverProcesses() {
   const children: ChildProcess[] = [];
   return {
     async start(env: Record<string, string>): Promise<ServerProcess> {
-      const port = await freePort();
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-        cwd: projectRoot,
-        env: { ...process.env, LOG_LEVEL: 'warn', BLACKLIST_INTERVAL_MINUTES: '1440', ...env, PORT: String(port), HOST: '127.0.0.1' },
-        stdio: ['ignore', 'ignore', 'inherit'],
+      // On a port the system chooses, which the server tells over IPC (PORT=0).
+      const { child, origin } = await startListening(['--import', 'tsx', 'src/main.ts'], {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        BLACKLIST_INTERVAL_MINUTES: '1440',
+        ...env,
       });
       children.push(child);
       const exited = once(child, 'exit').then(([code]) => code as number | null);
-      const origin = `http://127.0.0.1:${port}`;
       await eventually(async () => (await fetch(`${origin}/readyz`).catch(() => undefined))?.status === 200, 60_000);
       return { child, origin, exited };
     },

@@ -9,7 +9,7 @@ import type { Pool } from '../../src/db/pool.js';
 import type { SERVER_TIMEOUTS } from '../../src/http/server.js';
 import { KeyService, type CreatedKey } from '../../src/keys/keys.js';
 import { createLogger } from '../../src/logging.js';
-import { start } from '../../src/start.js';
+import { start, type StartOptions } from '../../src/start.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 export interface TestServer {
@@ -48,6 +48,8 @@ export interface TestServerOptions {
     stripe?: StripeConfig;
   };
   clock?: ManualClock;
+  /** The published reference's file, Redocly CLI (null: none) and wait (src/start.ts). */
+  reference?: StartOptions['reference'];
 }
 
 async function startOn(db: TestDatabase, options: TestServerOptions, owner: boolean, migrateFirst = owner): Promise<TestServer> {
@@ -92,7 +94,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
   // A server clone of the run's template is migrated already; an embedded database is not.
   const database = await openDatabase(db.url, logger, { embedded: db.embedded, poolMax: 10, migrate: migrateFirst && db.embedded ? 'apply' : 'skip' });
   // The real clock times retries, the manual clock everything else; no scheduled jobs.
-  const running = await start(config, { logger, clock, database, jobs: false, queueConnections: 2, timeouts: options.timeouts });
+  const running = await start(config, { logger, clock, database, jobs: false, queueConnections: 2, timeouts: options.timeouts, reference: options.reference });
   const { origin } = running;
   const { orm, pool } = database;
   // Links in mails point at this server (read when a mail is made, so set before any request).

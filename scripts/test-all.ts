@@ -1,0 +1,101 @@
+/**
+ * `npm test`: every step of the suite, in order, each run whatever the ones before it did, then
+ * one line per step (passed, failed or skipped, and its seconds); the exit code is 1 when any
+ * step failed. A failure early (a lint warning, a type error) no longer hides whether the
+ * contract test and the benchmark smoke run would pass.
+ *
+ * Two runs at once on one machine do not write the same files: the reference is built into a
+ * temporary folder of the run (the step checks that it builds; dist/reference.html is `npm run
+ * docs`'s), and the coverage goes to coverage/<run>/. Ports, databases and temporary folders of
+ * the steps are each run's own already.
+ *
+ * A signal (Ctrl-C, or SIGTERM to this process) is passed on to every process of the step under
+ * way (each step runs in a process group of its own: npm's shell would die of it and leave the
+ * step's own process running); the steps after it are skipped, and the summary is still printed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** The steps, as `npm test` has always run them. */
+const STEPS = ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] as const;
+type Step = (typeof STEPS)[number];
+
+const run = `${new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-')}-${process.pid}-${randomBytes(2).toString('hex')}`;
+const scratch = mkdtempSync(path.join(tmpdir(), 'trs-test-'));
+const coverage = path.join('coverage', run);
+
+/** What a step gets besides its npm script: where it writes what another run would write too. */
+const extras: Partial<Record<Step, { args?: string[]; env?: Record<string, string> }>> = {
+  docs: { env: { DOCS_OUTPUT: path.join(scratch, 'reference.html') } },
+  'test:unit': { args: [`--coverage.reportsDirectory=${coverage}`] },
+};
+
+type Result = { step: Step; result: 'passed' | 'failed' | 'skipped'; seconds?: number; note?: string };
+const results: Result[] = [];
+let current: ChildProcess | undefined;
+let interrupted: NodeJS.Signals | undefined;
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    interrupted ??= signal;
+    if (current?.pid !== undefined) {
+      try {
+        process.kill(-current.pid, signal);
+      } catch {
+        // the step has just ended
+      }
+    }
+  });
+}
+
+function runStep(step: Step): Promise<number | null> {
+  const extra = extras[step] ?? {};
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['run', '--silent', step, ...(extra.args ? ['--', ...extra.args] : [])], {
+      stdio: 'inherit',
+      env: { ...process.env, ...extra.env },
+      detached: true,
+    });
+    current = child;
+    child.once('error', (err) => {
+      process.stderr.write(`npm test: ${step} could not be started: ${err.message}\n`);
+      resolve(null);
+    });
+    child.once('exit', (code) => resolve(code));
+  });
+}
+
+for (const step of STEPS) {
+  if (interrupted) {
+    results.push({ step, result: 'skipped', note: `after ${interrupted}` });
+    continue;
+  }
+  process.stdout.write(`\n== npm test: ${step} (${results.length + 1} of ${STEPS.length})\n`);
+  const started = performance.now();
+  const code = await runStep(step);
+  current = undefined;
+  const seconds = (performance.now() - started) / 1000;
+  results.push({ step, result: code === 0 && !interrupted ? 'passed' : 'failed', seconds, note: interrupted ? `stopped by ${interrupted}` : undefined });
+}
+rmSync(scratch, { recursive: true, force: true });
+
+const width = Math.max(...STEPS.map((s) => s.length)) + 1;
+process.stdout.write('\n== npm test: summary\n');
+for (const { step, result, seconds, note } of results) {
+  const time = seconds === undefined ? '' : ` (${seconds.toFixed(1)} s)`;
+  process.stdout.write(`  ${`${step}:`.padEnd(width)} ${result}${time}${note ? `, ${note}` : ''}\n`);
+}
+const failed = results.filter((r) => r.result === 'failed').map((r) => r.step);
+const skipped = results.filter((r) => r.result === 'skipped').length;
+if (results.some((r) => r.step === 'test:unit' && r.result !== 'skipped')) process.stdout.write(`  coverage of src/: ${coverage}/\n`);
+process.stdout.write(
+  failed.length
+    ? `${failed.length} of ${STEPS.length} steps failed: ${failed.join(', ')}${skipped ? `; ${skipped} skipped` : ''}\n`
+    : skipped
+      ? `no step failed; ${skipped} skipped\n`
+      : `all ${STEPS.length} steps passed\n`,
+);
+process.exitCode = interrupted ? 128 + (interrupted === 'SIGINT' ? 2 : 15) : failed.length ? 1 : 0;

@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/openapi.js';
+import { eventually } from '../support/relay-fakes.js';
+
+/**
+ * "The first hour": `npm test` (scripts/test-all.ts) runs every step whatever the ones before
+ * it did, and ends with each step's result. Run here in a project of its own whose steps are
+ * stand-ins that record that they ran (with what), and pass or fail as told.
+ */
+const STEPS = ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'];
+const folders: string[] = [];
+afterAll(() => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A project whose npm scripts are the steps: each records itself, then exits with its code (or sleeps). */
+function project(codes: Record<string, number | 'sleep'>): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'trs-test-all-'));
+  folders.push(dir);
+  symlinkSync(path.join(projectRoot, 'node_modules'), path.join(dir, 'node_modules'));
+  writeFileSync(
+    path.join(dir, 'record.cjs'),
+    `const [step, code] = process.argv.slice(2);
+require('fs').appendFileSync(__dirname + '/ran.log', JSON.stringify({ step, pid: process.pid, args: process.argv.slice(4), docsOutput: process.env.DOCS_OUTPUT ?? null }) + '\\n');
+if (code === 'sleep') setTimeout(() => process.exit(0), 60000); else process.exit(Number(code));
+`,
+  );
+  const scripts = Object.fromEntries(STEPS.map((step) => [step, `node record.cjs ${step} ${codes[step] ?? 0}`]));
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'stand-in', private: true, type: 'module', scripts }));
+  return dir;
+}
+
+function testAll(cwd: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'scripts', 'test-all.ts')], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return { child, output: () => out, exited };
+}
+
+const ran = (dir: string) =>
+  readFileSync(path.join(dir, 'ran.log'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { step: string; pid: number; args: string[]; docsOutput: string | null });
+const summary = (output: string) => output.slice(output.indexOf('== npm test: summary'));
+
+describe('npm test', () => {
+  it('runs every step after one fails, reports each, and exits 1', async () => {
+    const dir = project({ 'check:generated': 3 });
+    const run = testAll(dir);
+    expect(await run.exited).toBe(1);
+    expect(ran(dir).map((r) => r.step)).toEqual(STEPS);
+    const table = summary(run.output());
+    for (const step of STEPS) {
+      expect(table).toMatch(new RegExp(`^  ${step}: +${step === 'check:generated' ? 'failed' : 'passed'} \\(\\d+\\.\\d s\\)$`, 'm'));
+    }
+    expect(table).toContain('1 of 7 steps failed: check:generated');
+  }, 120_000);
+
+  it('exits 0 when every step passes', async () => {
+    const run = testAll(project({}));
+    expect(await run.exited).toBe(0);
+    expect(summary(run.output())).toContain('all 7 steps passed');
+  }, 120_000);
+
+  it('gives two runs at once their own reference and coverage folders, never dist/ or coverage/ itself', async () => {
+    const [a, b] = [project({}), project({})];
+    const runs = [testAll(a), testAll(b)];
+    expect(await Promise.all(runs.map((r) => r.exited))).toEqual([0, 0]);
+    const docs = [a, b].map((dir) => ran(dir).find((r) => r.step === 'docs')!.docsOutput!);
+    const coverage = [a, b].map((dir) => ran(dir).find((r) => r.step === 'test:unit')!.args);
+    for (const [i, dir] of [a, b].entries()) {
+      expect(docs[i]).toMatch(/reference\.html$/);
+      expect(path.relative(dir, docs[i]!).startsWith('..')).toBe(true); // outside the project, so not in dist/
+      expect(coverage[i]).toEqual([expect.stringMatching(/^--coverage\.reportsDirectory=coverage\/[\w-]+$/)]);
+    }
+    expect(docs[0]).not.toBe(docs[1]);
+    expect(coverage[0]).not.toEqual(coverage[1]);
+  }, 120_000);
+
+  it('on a signal stops the step under way, skips the rest, and still prints the summary', async () => {
+    const dir = project({ 'test:unit': 'sleep' });
+    const run = testAll(dir);
+    await eventually(() => run.output().includes('== npm test: test:unit'), 60_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(143);
+    expect(ran(dir).map((r) => r.step)).toEqual(STEPS.slice(0, 5));
+    const table = summary(run.output());
+    expect(table).toMatch(/^ {2}test:unit: +failed \(\d+\.\d s\), stopped by SIGTERM$/m);
+    expect(table).toMatch(/^ {2}test:contract: +skipped, after SIGTERM$/m);
+    expect(table).toMatch(/^ {2}test:bench-smoke: +skipped, after SIGTERM$/m);
+    // The step's own process got the signal too, not only npm and its shell: nothing is left.
+    const step = ran(dir).find((r) => r.step === 'test:unit')!.pid;
+    await eventually(() => {
+      try {
+        process.kill(step, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
+  }, 120_000);
+});
