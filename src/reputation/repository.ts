@@ -104,6 +104,20 @@ export const AGGREGATION_WINDOW_MS = 5 * 60_000;
 const pgArray = (values: number[]) => `{${values.join(',')}}`;
 const union = (a: number[], b: number[]) => [...new Set([...a, ...b])].sort((x, y) => x - y);
 
+/**
+ * The lock that makes reports of one reporter about one address take turns (so that they
+ * aggregate): one of 1,024 buckets of (account, address) pairs, in a key space of its own (the
+ * two-number form of PostgreSQL's advisory locks, which no other lock here uses). Bounded, so
+ * that a 10,000-line bulk report takes at most 1,024 locks: PostgreSQL's lock table holds
+ * max_locks_per_transaction × max_connections (6,400 by default) for all sessions together, and
+ * two bulk reports with a lock per pair ran it out ("out of shared memory"). Pairs that share a
+ * bucket only wait for each other.
+ */
+const REPORT_LOCKS = {
+  space: 0x52505254, // 'RPRT'
+  bucket: (account: string, ip: string) => `(hashtextextended(${account}::text || ':' || ${ip}, 0) & 1023)::int`,
+};
+
 export class ReputationRepository {
   private readonly read: Read;
 
@@ -218,7 +232,7 @@ export class ReputationRepository {
    */
   async clear(accountId: number, ip: string, decay: { epochMs: number; halfLifeMs: number }): Promise<number> {
     return transaction(this.pool, async (client) => {
-      await client.query(`select pg_advisory_xact_lock(hashtextextended($1::text || ':' || $2, 0))`, [accountId, ip]);
+      await client.query(`select pg_advisory_xact_lock(${REPORT_LOCKS.space}, ${REPORT_LOCKS.bucket('$1', '$2')})`, [accountId, ip]);
       const { rowCount } = await client.query('delete from reports where account_id = $1 and ip = $2', [accountId, ip]);
       if (!rowCount) return 0;
       await client.query('delete from ip_reporters where ip = $1 and account_id = $2', [ip, accountId]);
@@ -326,8 +340,8 @@ export class ReputationRepository {
     return transaction(this.pool, async (client) => {
       // Concurrent batches of one reporter about one address take turns, so they aggregate.
       await client.query(
-        `select pg_advisory_xact_lock(k) from (
-           select distinct hashtextextended(a::text || ':' || ip, 0) as k from unnest($1::int[], $2::text[]) as v(a, ip)
+        `select pg_advisory_xact_lock(${REPORT_LOCKS.space}, k) from (
+           select distinct ${REPORT_LOCKS.bucket('a', 'ip')} as k from unnest($1::int[], $2::text[]) as v(a, ip)
          ) keys order by k`,
         [pairs.map((p) => p.accountId), pairs.map((p) => p.ip)],
       );

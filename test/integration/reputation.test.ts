@@ -198,6 +198,21 @@ describe('POST /bulk-report', () => {
     expect(await usage(key)).toMatchObject({ reportsToday: 0 });
   });
 
+  it('takes two full bulk reports at once: each stores all 10,000 lines', async () => {
+    // Addresses in Japan, out of the way of the searches by country below. With a lock per
+    // (reporter, address) pair, two of them needed 20,000 entries of
+    // PostgreSQL's shared lock table (6,400 by default) and both answered 503.
+    const [a, b] = [await s.createKey('enterprise'), await s.createKey('enterprise')];
+    const csv = (n: number) => Array.from({ length: 10_000 }, (_, i) => `${n}.${Math.floor(i / 256) % 256}.${i % 256}.1,4`).join('\n');
+    const answers = await Promise.all([api('/bulk-report', { key: a.key, json: { csv: csv(133) } }), api('/bulk-report', { key: b.key, json: { csv: csv(126) } })]);
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ success_count: 10_000, error_count: 0 });
+    }
+    const { rows } = await s.pool.query<{ n: number }>("select count(*)::int as n from reports where account_id = any($1::int[])", [[a.accountId, b.accountId]]);
+    expect(rows[0]!.n).toBe(20_000);
+  }, 120_000);
+
   it('is refused to roles below enterprise', async () => {
     const { key } = await s.createKey('business', { licences: 2 });
     const res = await api('/bulk-report', { key, json: { csv: '8.8.8.8,4' } });
