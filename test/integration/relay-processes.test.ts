@@ -36,12 +36,16 @@ describe('relay across processes', () => {
     const env = {
       DATABASE_URL: db.url,
       DATA_DIR: mkdtempSync(path.join(tmpdir(), 'trs-relay-procs-')),
-      SHUTDOWN_DRAIN_SECONDS: '1',
+      // Longer than the balancer takes to see /readyz fail twice on a loaded machine (docs/operations.md:
+      // the drain must outlast the balancer's health checks).
+      SHUTDOWN_DRAIN_SECONDS: '3',
       RELAY_SMTP_URL: smtp.url,
       RELAY_MAIL_FROM: 'Relay <relay@mail.example.net>',
       RELAY_SMS_PROVIDER: 'webhook',
       RELAY_SMS_URL: sms.url,
       RELAY_SMS_TOKEN: sms.token,
+      // The burst sends free text (templates only is the default).
+      RELAY_SMS_FREE_TEXT_ROLES: 'enterprise',
       RELAY_MAIL_CONCURRENCY: '4',
       RELAY_SMS_CONCURRENCY: '4',
     };
