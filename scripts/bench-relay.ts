@@ -127,7 +127,7 @@ async function main(): Promise<void> {
     const send = async (channel: Channel): Promise<Sample> => {
       const n = ++seq;
       const to = channel === 'mail' ? `bench${n}@example.org` : `+4915115${String(n).padStart(6, '0')}`;
-      const body = channel === 'mail' ? { recipient: to, subject: 'Your code', body_text: `Code ${n}` } : { recipient_phone: to, message: `Code ${n}` };
+      const body = channel === 'mail' ? { recipient: to, subject: 'Your code', body_text: `Code ${n}` } : { recipient_phone: to, template_code: '2fa_code', template_vars: { code: String(100000 + (n % 900000)), expiry_min: 10 } };
       const res = await fetch(`${origin}/api/v2/relay-${channel}`, {
         method: 'POST',
         headers: { 'X-Key': key, 'content-type': 'application/json' },
