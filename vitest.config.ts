@@ -1,20 +1,67 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Three projects, shaped by what their files cost (docs/testing.md):
+ *
+ * - `unit` (test/unit): pure code, no server, no database; in parallel.
+ * - `component` (test/integration, test/security, test/clients): the in-process test server over
+ *   a database clone of the file's own; I/O-bound, so more files at once than there are cores.
+ * - `system` (test/system): real processes (the server, the supervisor, a private PostgreSQL,
+ *   the CLI's binary), Chromium, network namespaces, fail2ban and the CrowdSec bouncers, the code
+ *   samples and contrib recipes; one file at a time, and after the other two projects are done,
+ *   so its drains, restarts and timings never share the machine with another test file.
+ *
+ * Vitest runs one `sequence.groupOrder` group at a time, lowest first: `unit` and `component`
+ * together (3 files at a time on the 2-core CI machine: the component files mostly wait on
+ * PostgreSQL and sockets), then `system` alone.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
-    pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
     // `vitest run --coverage` (npm test does) reports the coverage of src/; the code that child
-    // processes run (the CLI, real server processes) is covered by what they do, not counted.
+    // processes run (real server processes, the CLI's binary) is covered by what they do, not counted.
     coverage: {
       provider: 'v8',
       include: ['src/**/*.ts'],
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: 'coverage',
     },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          pool: 'forks',
+          // The same group as `component` (Vitest runs one group at a time, with one maxWorkers).
+          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'component',
+          include: ['test/integration/**/*.test.ts', 'test/security/**/*.test.ts', 'test/clients/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          pool: 'forks',
+          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'system',
+          include: ['test/system/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          pool: 'forks',
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });
