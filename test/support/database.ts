@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { startEmbedded } from '../../src/db/embedded.js';
-import { withDatabase } from './global-setup.js';
+import { withDatabase, workerTemplate } from './global-setup.js';
 
 export interface TestDatabase {
   url: string;
@@ -18,19 +18,27 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     return { url: embedded.url, embedded: true, drop: embedded.stop };
   }
   const name = `trs_t_${randomBytes(6).toString('hex')}`;
+  // The worker's own template: no other file clones it while this one does (global-setup.ts).
+  const worker = Number(process.env.VITEST_POOL_ID);
+  const template = Number.isInteger(worker) && worker >= 1 && worker <= provided.workers ? workerTemplate(provided.template, worker) : undefined;
   const admin = new pg.Client({ connectionString: provided.adminUrl });
   await admin.connect();
   try {
-    // Cloning needs the template to have no other session; retry briefly if another file clones too.
+    // Outside a worker of the project (another maxWorkers given on the command line), the run's
+    // template, which another file may be cloning at the same moment: then, and only then (or
+    // when one file starts two servers at once), a clone waits for another and is retried.
     for (let attempt = 0; ; attempt++) {
       try {
-        await admin.query(`create database ${name} template ${provided.template}`);
+        await admin.query(`create database ${name} template ${template ?? provided.template}`);
         break;
       } catch (err) {
         if (attempt >= 50 || (err as { code?: string }).code !== '55006') throw err;
         await new Promise((r) => setTimeout(r, 100 + Math.random() * 100));
       }
     }
+    // A test database need not survive a crash: commits do not wait for the WAL to reach disk.
+    // (fsync and full_page_writes are the server's, not settable per database.)
+    await admin.query(`alter database ${name} set synchronous_commit = off`);
   } finally {
     await admin.end();
   }

@@ -6,8 +6,11 @@ import { migrate, openOrm } from '../../src/db/orm.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** A migrated template database on a real server, or undefined: use the embedded one. */
-    database: { adminUrl: string; template: string } | undefined;
+    /**
+     * A migrated template database on a real server, or undefined: use the embedded one.
+     * `template` is the run's; each vitest worker clones its own copy of it (`workerTemplate`).
+     */
+    database: { adminUrl: string; template: string; workers: number } | undefined;
   }
 }
 
@@ -32,10 +35,18 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
+/** The template of one vitest worker (VITEST_POOL_ID, 1 to the project's maxWorkers). */
+export function workerTemplate(template: string, worker: number | string): string {
+  return `${template}_w${worker}`;
+}
+
 /**
  * Each run gets a fresh, migrated template database on the PostgreSQL server
- * (TEST_DATABASE_URL, DATABASE_URL, or the local default); each test file clones it. Where no
- * server answers, every test file runs its own embedded PostgreSQL instead.
+ * (TEST_DATABASE_URL, DATABASE_URL, or the local default), and one copy of it per vitest worker;
+ * each test file clones its worker's copy. PostgreSQL clones a database only while no other
+ * session uses it (55006 otherwise), and a worker runs one file at a time, so files that start
+ * together never wait on one another's clone. Where no server answers, every test file runs its
+ * own embedded PostgreSQL instead.
  */
 export default async function setup(project: TestProject) {
   const adminUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? DEFAULT_URL;
@@ -57,9 +68,16 @@ export default async function setup(project: TestProject) {
   const orm = await openOrm({ url, poolMax: 2, logger: pino({ level: 'silent' }) });
   await migrate(orm, url);
   await orm.close();
-  project.provide('database', { adminUrl, template });
+  const workers = Math.max(1, Number(project.config.maxWorkers) || 1);
+  for (let worker = 1; worker <= workers; worker++) {
+    await admin.query(`create database ${workerTemplate(template, worker)} template ${template}`);
+  }
+  project.provide('database', { adminUrl, template, workers });
   console.log(`tests: PostgreSQL at ${new URL(adminUrl).host}, template database ${template}`);
   return async () => {
+    for (let worker = 1; worker <= workers; worker++) {
+      await admin.query(`drop database if exists ${workerTemplate(template, worker)} with (force)`);
+    }
     await admin.query(`drop database if exists ${template} with (force)`);
     await admin.end();
   };
