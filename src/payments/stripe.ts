@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type Router } from 'express';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { StripeConfig } from '../config.js';
@@ -62,6 +63,13 @@ export const CHECKOUT_TIMES = {
 /** Another request is making this account's session, or Stripe just failed to: try again shortly. */
 export class CheckoutPending extends Error {}
 
+/**
+ * The SDK is loaded when a StripePayments is made (STRIPE_SECRET_KEY set), not by every process
+ * that imports the web layer: it takes about 140 ms to load, which every server start, test file
+ * and CLI command paid whether Stripe was configured or not.
+ */
+const require = createRequire(import.meta.url);
+
 export class StripePayments {
   readonly client: Stripe;
 
@@ -72,7 +80,8 @@ export class StripePayments {
     private readonly clock: Clock,
   ) {
     const base = config.apiBase ? new URL(config.apiBase) : undefined;
-    this.client = new Stripe(config.secretKey, {
+    const StripeSdk = require('stripe') as typeof Stripe;
+    this.client = new StripeSdk(config.secretKey, {
       maxNetworkRetries: 2,
       timeout: 15_000,
       telemetry: false,

@@ -1,4 +1,4 @@
-import { PublishCommand, SNSClient, SNSServiceException, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
+import type { MessageAttributeValue, SNSClientConfig } from '@aws-sdk/client-sns';
 import type { SmsProvider } from './provider.js';
 import { DeliveryError } from '../errors.js';
 import { DEFAULT_TIMEOUT_MS, retryableStatus } from './http.js';
@@ -35,15 +35,22 @@ const THROTTLING = new Set(['ThrottledException', 'KMSThrottlingException', 'Thr
 
 export function createSnsProvider(config: SnsConfig): SmsProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const client = new SNSClient({
-    region: config.region,
-    endpoint: config.endpoint,
-    credentials: config.credentials,
-    // One attempt per delivery: the relay queue retries with its own backoff, and a send that
-    // the SDK retried inside our deadline could go out twice without us knowing.
-    maxAttempts: 1,
-    requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
-  });
+  // The AWS SDK (about 270 ms to load) is loaded by a server whose SMS provider is SNS, when
+  // the provider is made, and not by every process that imports the relay.
+  const loading = import('@aws-sdk/client-sns').then((sdk) => ({
+    sdk,
+    client: new sdk.SNSClient({
+      region: config.region,
+      endpoint: config.endpoint,
+      credentials: config.credentials,
+      // One attempt per delivery: the relay queue retries with its own backoff, and a send that
+      // the SDK retried inside our deadline could go out twice without us knowing.
+      maxAttempts: 1,
+      requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
+    }),
+  }));
+  // Seen by the first send (or close) that awaits it; not an unhandled rejection meanwhile.
+  loading.catch(() => undefined);
   const attributes: Record<string, MessageAttributeValue> = {
     'AWS.SNS.SMS.SMSType': { DataType: 'String', StringValue: config.smsType },
   };
@@ -55,18 +62,19 @@ export function createSnsProvider(config: SnsConfig): SmsProvider {
   return {
     name: 'sns',
     async send({ to, text }) {
+      const { sdk, client } = await loading;
       const signal = AbortSignal.timeout(timeoutMs);
       try {
-        const result = await client.send(new PublishCommand({ PhoneNumber: to, Message: text, MessageAttributes: attributes }), {
+        const result = await client.send(new sdk.PublishCommand({ PhoneNumber: to, Message: text, MessageAttributes: attributes }), {
           abortSignal: signal,
         });
         return { providerId: result.MessageId ?? null };
       } catch (err) {
-        throw deliveryError(err, signal.aborted, timeoutMs);
+        throw deliveryError(sdk.SNSServiceException, err, signal.aborted, timeoutMs);
       }
     },
     async close() {
-      client.destroy();
+      (await loading.catch(() => undefined))?.client.destroy();
     },
   };
 }
@@ -77,7 +85,12 @@ export function createSnsProvider(config: SnsConfig): SmsProvider {
  * AuthorizationError, OptedOut…). No answer at all (network, timeout) may pass too. Neither
  * the SDK's messages nor its errors carry the secret key, which never leaves the signer.
  */
-function deliveryError(err: unknown, aborted: boolean, timeoutMs: number): DeliveryError {
+function deliveryError(
+  SNSServiceException: typeof import('@aws-sdk/client-sns').SNSServiceException,
+  err: unknown,
+  aborted: boolean,
+  timeoutMs: number,
+): DeliveryError {
   if (err instanceof SNSServiceException) {
     const status = err.$metadata.httpStatusCode ?? 0;
     const retryable = retryableStatus(status) || THROTTLING.has(err.name) || err.$fault === 'server';
