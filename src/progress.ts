@@ -75,13 +75,19 @@ export function progress(log: StepLog, options: ProgressOptions = {}): Progress 
   };
 }
 
-/** Progress for a command line: bars on a terminal, else plain lines on stderr. */
-export function consoleProgress(): Progress {
-  return progress((fields, message) => {
-    const { step: _step, ...rest } = fields;
-    const extra = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
-    process.stderr.write(`${message} (${extra.join(', ')})\n`);
-  });
+/**
+ * Progress for a command line: bars on a terminal, else plain lines on stderr (or on `out`, a
+ * writer of the caller's, which gets the lines and never bars).
+ */
+export function consoleProgress(out: { write(text: string): unknown } = process.stderr): Progress {
+  return progress(
+    (fields, message) => {
+      const { step: _step, ...rest } = fields;
+      const extra = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+      out.write(`${message} (${extra.join(', ')})\n`);
+    },
+    out === process.stderr ? {} : { bars: false },
+  );
 }
 
 /** Progress for a server process: bars on a terminal, else one `info` line per step. */

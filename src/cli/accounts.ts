@@ -20,8 +20,8 @@ function positiveInt(value: string): number {
 }
 
 /** The account service for the operator's commands (they send no mail). */
-function service(db: Database): AccountService {
-  const web = loadConfig().web;
+function service(db: Database, env: NodeJS.ProcessEnv): AccountService {
+  const web = loadConfig(env).web;
   const logger = pino({ level: 'silent' });
   const sessions = new Sessions(db.pool, systemClock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
   return new AccountService(db.pool, systemClock, new AccountMailer(undefined, logger), sessions, accountSettings(web), {
@@ -30,7 +30,7 @@ function service(db: Database): AccountService {
 }
 
 /** `accounts …` and `invites create`: what the operator does for web accounts. */
-export function accountCommands(program: Command, withDatabase: WithDatabase, print: Print): void {
+export function accountCommands(program: Command, withDatabase: WithDatabase, print: Print, env: NodeJS.ProcessEnv): void {
   const accounts = program.command('accounts').description('web accounts: confirm addresses, change roles and licences, purge old data');
 
   accounts
@@ -42,7 +42,7 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
     .option('--reset-password', 'also clear its password, end its sessions and revoke its keys, and print a link with which the owner chooses a new password')
     .option('--json', 'print a JSON object')
     .action(async (idOrEmail: string, opts: { resetPassword?: boolean; json?: boolean }) => {
-      const done = await withDatabase((db) => service(db).verifyByOperator(idOrEmail, { resetPassword: !!opts.resetPassword }));
+      const done = await withDatabase((db) => service(db, env).verifyByOperator(idOrEmail, { resetPassword: !!opts.resetPassword }));
       print(done, !!opts.json, () => {
         const account = `account ${done.accountId} (${done.email})`;
         if (!done.reset) return done.already ? `${account} was confirmed already` : `${account} is confirmed; it can sign in now`;
@@ -65,7 +65,7 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
     .option('--json', 'print a JSON object')
     .action(async (accountId: string, opts: { role: Role; licences?: number; json?: boolean }) => {
       const id = positiveInt(accountId);
-      const done = await withDatabase((db) => service(db).setRole(id, opts.role, opts.licences));
+      const done = await withDatabase((db) => service(db, env).setRole(id, opts.role, opts.licences));
       print({ accountId: id, ...done }, !!opts.json, () => `account ${id} is ${done.role}${done.role === 'business' ? ` with ${done.licences} licences` : ''}`);
     });
 
@@ -76,7 +76,7 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
     )
     .option('--json', 'print a JSON object')
     .action(async (opts: { json?: boolean }) => {
-      const config = loadConfig();
+      const config = loadConfig(env);
       const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, { ...config.web, relayPayloadRetentionMs: config.relay.payloadRetentionMs }));
       print(purged ?? { busy: true }, !!opts.json, () =>
         purged
@@ -94,8 +94,8 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
     .option('--note <text>', 'who it is for', '')
     .option('--json', 'print a JSON object')
     .action(async (opts: { days: number; note: string; json?: boolean }) => {
-      const invite = await withDatabase((db) => service(db).createInvite(opts.note, opts.days));
-      const url = loadConfig().web.publicUrl;
+      const invite = await withDatabase((db) => service(db, env).createInvite(opts.note, opts.days));
+      const url = loadConfig(env).web.publicUrl;
       print({ ...invite, url: url && `${url}/account/register?invite=${invite.code}` }, !!opts.json, () =>
         [`invite code ${invite.code}`, `valid until ${invite.expiresAt.toISOString()}`, url ? `sign-up page: ${url}/account/register?invite=${invite.code}` : ''].filter(Boolean).join('\n'),
       );

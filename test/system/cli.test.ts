@@ -1,15 +1,16 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/openapi.js';
+import { runCli, spawnCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
-/** The operator's command line as a process: migrations on demand, imports with their progress. */
-const exec = promisify(execFile);
+/**
+ * The operator's command line: migrations on demand (in this process, as every other CLI test
+ * runs it), and the one smoke test of the real process: an import with its progress on stderr
+ * and its exit code.
+ */
 let db: TestDatabase;
 let work: string;
 
@@ -22,12 +23,8 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-const trs = (args: string[], env: Record<string, string> = {}) =>
-  exec(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
-    cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: db.url, DATA_DIR: path.join(work, 'data'), ...env },
-    maxBuffer: 16 * 1024 * 1024,
-  });
+const settings = (env: Record<string, string>) => ({ ...process.env, DATABASE_URL: db.url, DATA_DIR: path.join(work, 'data'), ...env });
+const trs = (args: string[], env: Record<string, string> = {}) => runCli(settings(env), ...args);
 
 describe('trs', () => {
   it('migrates only when asked under MIGRATE_ON_START=false, and names what it applied', async (ctx) => {
@@ -38,13 +35,18 @@ describe('trs', () => {
     await admin.end();
     const empty = Object.assign(new URL(db.url), { pathname: '/trs_cli_empty_probe' }).toString();
     try {
-      await expect(trs(['keys', 'list'], { DATABASE_URL: empty, MIGRATE_ON_START: 'false' })).rejects.toThrow(
-        /lacks \d+ migration\(s\) .*run `trs db migrate` first/,
-      );
-      const { stdout } = await trs(['db', 'migrate', '--json'], { DATABASE_URL: empty, MIGRATE_ON_START: 'false' });
-      expect((JSON.parse(stdout) as { applied: string[] }).applied).toContain('Migration20261121000000Init');
-      expect((await trs(['keys', 'list'], { DATABASE_URL: empty, MIGRATE_ON_START: 'false' })).stdout).toContain('no keys');
-      expect(JSON.parse((await trs(['db', 'migrate', '--json'], { DATABASE_URL: empty })).stdout)).toEqual({ applied: [] });
+      const refused = await trs(['keys', 'list'], { DATABASE_URL: empty, MIGRATE_ON_START: 'false' });
+      expect(refused.code).toBe(1);
+      expect(refused.err).toMatch(/lacks \d+ migration\(s\) .*run `trs db migrate` first/);
+      const migrated = await trs(['db', 'migrate', '--json'], { DATABASE_URL: empty, MIGRATE_ON_START: 'false' });
+      expect(migrated.code, migrated.err).toBe(0);
+      expect((JSON.parse(migrated.out) as { applied: string[] }).applied).toContain('Migration20261121000000Init');
+      const listed = await trs(['keys', 'list'], { DATABASE_URL: empty, MIGRATE_ON_START: 'false' });
+      expect(listed.code, listed.err).toBe(0);
+      expect(listed.out).toContain('no keys');
+      const again = await trs(['db', 'migrate', '--json'], { DATABASE_URL: empty });
+      expect(again.code, again.err).toBe(0);
+      expect(JSON.parse(again.out)).toEqual({ applied: [] });
     } finally {
       const drop = new pg.Client({ connectionString: db.url });
       await drop.connect();
@@ -54,15 +56,17 @@ describe('trs', () => {
   }, 120_000);
 
   it('imports a CSV larger than one request, numbering refused lines in the file, one log line per step', async () => {
-    const account = JSON.parse((await trs(['keys', 'create', '--role', 'honeypot', '--json'])).stdout) as { accountId: number };
+    const created = await trs(['keys', 'create', '--role', 'honeypot', '--json']);
+    expect(created.code, created.err).toBe(0);
+    const account = JSON.parse(created.out) as { accountId: number };
     const lines = ['ip,categories,comment'];
     for (let i = 0; i < 10_004; i++) lines.push(`45.${130 + Math.floor(i / 65_536)}.${Math.floor(i / 256) % 256}.${(i % 254) + 1},18|22,import`);
     lines[10_002] = '10.0.0.1,18,a private address'; // line 10,003 of the file, in its second chunk
     const file = path.join(work, 'reports.csv');
     writeFileSync(file, lines.join('\n') + '\n');
-    const { stdout, stderr } = await trs(['reports', 'import', file, '--account', String(account.accountId), '--json']).catch(
-      (err: { stdout: string; stderr: string }) => err, // exit code 1: a line was refused
-    );
+    // The real process (src/cli/index.ts): its exit code is 1, since a line was refused.
+    const { out: stdout, err: stderr, code } = await spawnCli(settings({}), 'reports', 'import', file, '--account', String(account.accountId), '--json');
+    expect(code, stderr).toBe(1);
     const result = JSON.parse(stdout) as { stored: number; refused: number; errors: { line: number; input: string }[] };
     expect(result.stored).toBe(10_003);
     expect(result.refused).toBe(1);
