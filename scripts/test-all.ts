@@ -12,6 +12,12 @@
  * A signal (Ctrl-C, or SIGTERM to this process) is passed on to every process of the step under
  * way (each step runs in a process group of its own: npm's shell would die of it and leave the
  * step's own process running); the steps after it are skipped, and the summary is still printed.
+ *
+ * `--profile node` (`npm run test:node`) runs only what depends on the Node.js version beyond
+ * what `npm test` already proved on the first one: the component tests (vitest's `component`
+ * project, without coverage) and the contract test. CI runs it on the second Node.js version;
+ * the lint, generate check, type check, reference, unit and system tests, coverage and the
+ * benchmark smoke run once, in `npm test`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -19,9 +25,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-/** The steps, as `npm test` has always run them. */
-const STEPS = ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] as const;
-type Step = (typeof STEPS)[number];
+/** The steps of each profile: `all`, as `npm test` has always run them, and `node` (above). */
+const PROFILES = {
+  all: { label: 'npm test', steps: ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] },
+  node: { label: 'npm run test:node', steps: ['test:component', 'test:contract'] },
+} as const;
+type Profile = keyof typeof PROFILES;
+type Step = (typeof PROFILES)[Profile]['steps'][number];
+
+const args = process.argv.slice(2);
+const profileArg = args[0] === '--profile' ? args[1] : args[0]?.startsWith('--profile=') ? args[0].slice('--profile='.length) : args.length ? '' : 'all';
+if (!profileArg || !(profileArg in PROFILES) || args.length > (args[0] === '--profile' ? 2 : 1)) {
+  process.stderr.write(`usage: test-all.ts [--profile ${Object.keys(PROFILES).join('|')}]\n`);
+  process.exit(2);
+}
+const { label, steps: STEPS } = PROFILES[profileArg as Profile];
 
 const run = `${new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-')}-${process.pid}-${randomBytes(2).toString('hex')}`;
 const scratch = mkdtempSync(path.join(tmpdir(), 'trs-test-'));
@@ -61,7 +79,7 @@ function runStep(step: Step): Promise<number | null> {
     });
     current = child;
     child.once('error', (err) => {
-      process.stderr.write(`npm test: ${step} could not be started: ${err.message}\n`);
+      process.stderr.write(`${label}: ${step} could not be started: ${err.message}\n`);
       resolve(null);
     });
     child.once('exit', (code) => resolve(code));
@@ -73,7 +91,7 @@ for (const step of STEPS) {
     results.push({ step, result: 'skipped', note: `after ${interrupted}` });
     continue;
   }
-  process.stdout.write(`\n== npm test: ${step} (${results.length + 1} of ${STEPS.length})\n`);
+  process.stdout.write(`\n== ${label}: ${step} (${results.length + 1} of ${STEPS.length})\n`);
   const started = performance.now();
   const code = await runStep(step);
   current = undefined;
@@ -83,7 +101,7 @@ for (const step of STEPS) {
 rmSync(scratch, { recursive: true, force: true });
 
 const width = Math.max(...STEPS.map((s) => s.length)) + 1;
-process.stdout.write('\n== npm test: summary\n');
+process.stdout.write(`\n== ${label}: summary\n`);
 for (const { step, result, seconds, note } of results) {
   const time = seconds === undefined ? '' : ` (${seconds.toFixed(1)} s)`;
   process.stdout.write(`  ${`${step}:`.padEnd(width)} ${result}${time}${note ? `, ${note}` : ''}\n`);

@@ -13,6 +13,8 @@ import { eventually } from '../support/relay-fakes.js';
  * stand-ins that record that they ran (with what), and pass or fail as told.
  */
 const STEPS = ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'];
+/** `npm run test:node` (`--profile node`): what CI runs on its second Node.js version. */
+const NODE_STEPS = ['test:component', 'test:contract'];
 const folders: string[] = [];
 afterAll(() => {
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
@@ -30,13 +32,13 @@ require('fs').appendFileSync(__dirname + '/ran.log', JSON.stringify({ step, pid:
 if (code === 'sleep') setTimeout(() => process.exit(0), 60000); else process.exit(Number(code));
 `,
   );
-  const scripts = Object.fromEntries(STEPS.map((step) => [step, `node record.cjs ${step} ${codes[step] ?? 0}`]));
+  const scripts = Object.fromEntries([...new Set([...STEPS, ...NODE_STEPS])].map((step) => [step, `node record.cjs ${step} ${codes[step] ?? 0}`]));
   writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'stand-in', private: true, type: 'module', scripts }));
   return dir;
 }
 
-function testAll(cwd: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'scripts', 'test-all.ts')], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+function testAll(cwd: string, ...args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'scripts', 'test-all.ts'), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -49,7 +51,7 @@ const ran = (dir: string) =>
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as { step: string; pid: number; args: string[]; docsOutput: string | null });
-const summary = (output: string) => output.slice(output.indexOf('== npm test: summary'));
+const summary = (output: string, label = 'npm test') => output.slice(output.indexOf(`== ${label}: summary`));
 
 describe('npm test', () => {
   it('runs every step after one fails, reports each, and exits 1', async () => {
@@ -83,6 +85,23 @@ describe('npm test', () => {
     }
     expect(docs[0]).not.toBe(docs[1]);
     expect(coverage[0]).not.toEqual(coverage[1]);
+  }, 120_000);
+
+  it('--profile node runs only the component tests and the contract test, each reported, without coverage', async () => {
+    const dir = project({ 'test:contract': 2 });
+    const run = testAll(dir, '--profile', 'node');
+    expect(await run.exited).toBe(1);
+    expect(ran(dir).map((r) => r.step)).toEqual(NODE_STEPS);
+    expect(ran(dir).find((r) => r.step === 'test:component')!.args).toEqual([]);
+    const table = summary(run.output(), 'npm run test:node');
+    expect(table).toMatch(/^ {2}test:component: +passed \(\d+\.\d s\)$/m);
+    expect(table).toMatch(/^ {2}test:contract: +failed \(\d+\.\d s\)$/m);
+    expect(table).toContain('1 of 2 steps failed: test:contract');
+    expect(table).not.toContain('coverage');
+    // A profile it does not know is refused before any step runs.
+    const unknown = testAll(project({}), '--profile', 'nightly');
+    expect(await unknown.exited).toBe(2);
+    expect(unknown.output()).toContain('usage: test-all.ts [--profile all|node]');
   }, 120_000);
 
   it('on a signal stops the step under way, skips the rest, and still prints the summary', async () => {
