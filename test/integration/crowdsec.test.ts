@@ -157,6 +157,32 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
     expect(res.status).toBe(200);
     expect(res.body.new.length).toBeGreaterThan(0);
   });
+
+  it('gives a restarting bouncer (startup=true) the whole list, and as deleted what it held that left since its last pull', async () => {
+    // A bouncer that restarts drops nothing it had put in the firewall (the stock bouncers keep
+    // their sets): an address that left the list while it was down must come as a deletion.
+    const restarting = await bouncersOf(s).add('restarting', { confidence: 50 });
+    const first = await pull('?startup=true', restarting.key);
+    const held = values(first.body.new);
+    expect(held).toContain(LISTED[0]);
+    await new Whitelist(s.pool).add(LISTED[0]!, 'left while the bouncer was down');
+    try {
+      s.clock.advance(10_000);
+      await regenerate();
+      const res = await pull('?startup=true', restarting.key);
+      expect(res.status).toBe(200);
+      expectSchema('DecisionsStreamResponse', res.body, 'crowdsec');
+      expect(values(res.body.new)).toEqual(held.filter((ip) => ip !== LISTED[0]));
+      expect(values(res.body.deleted)).toEqual([LISTED[0]]);
+      expect(res.body.deleted[0]).toMatchObject({ origin: 'trs', type: 'ban', scope: 'Ip', value: LISTED[0], duration: '0s' });
+      // Its id is the one the bouncer was given: that is the decision it removes.
+      expect(res.body.deleted[0].id).toBe(first.body.new.find((d: any) => d.value === LISTED[0]).id);
+    } finally {
+      await new Whitelist(s.pool).remove(LISTED[0]!);
+      s.clock.advance(10_000);
+      await regenerate();
+    }
+  });
 });
 
 describe('GET /crowdsec/v1/decisions', () => {
