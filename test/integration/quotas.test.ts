@@ -51,10 +51,19 @@ describe('metering: each operation charges exactly its counter', () => {
     const pro = await newKey('professional');
     const ent = await newKey('enterprise');
     const account = (k: { accountId: number }) => `a:${k.accountId}`;
-    const cases: { name: string; run: () => Promise<CallResult>; key?: { accountId: number }; check: number; report: number; publicCost: number }[] = [];
+    type Answer = { status: number; code?: string };
+    const cases: { name: string; run: () => Promise<CallResult>; key?: { accountId: number }; check: number; report: number; publicCost: number; answer: Answer }[] = [];
     const ip = source();
-    const add = (name: string, run: () => Promise<CallResult>, key: { accountId: number } | undefined, check: number, report: number, publicCost: number) =>
-      cases.push({ name, run, key, check, report, publicCost });
+    // Each case answers exactly as documented: 200, or the error's status and its `code` (ErrorEnvelope).
+    const add = (
+      name: string,
+      run: () => Promise<CallResult>,
+      key: { accountId: number } | undefined,
+      check: number,
+      report: number,
+      publicCost: number,
+      answer: Answer = { status: 200 },
+    ) => cases.push({ name, run, key, check, report, publicCost, answer });
     add('check', () => api('/check?ip=8.8.8.8', { key: pro.key }), pro, 1, 0, 0);
     add('check-public with key', () => api('/check-public?ip=8.8.8.8', { key: pro.key, from: ip }), pro, 1, 0, 0);
     add('search-public with key', () => api('/search-public?q=8.8', { key: pro.key, from: ip }), pro, 1, 0, 0);
@@ -80,11 +89,11 @@ describe('metering: each operation charges exactly its counter', () => {
     add('trends', () => api('/trends', { key: pro.key }), pro, 0, 0, 0);
     add('verify-key', () => api('/verify-key', { key: pro.key }), pro, 0, 0, 0);
     add('reports/{ip}', () => api('/reports/8.8.8.8', { key: pro.key }), pro, 0, 0, 0);
-    add('a 422 report', () => api('/report', { key: pro.key, json: { ip: '10.0.0.1', categories: [4] } }), pro, 0, 0, 0);
-    add('a 400 check', () => api('/check?ip=nope', { key: pro.key }), pro, 0, 0, 0);
-    add('a 403 bulk-report', () => api('/bulk-report', { key: pro.key, json: { csv: '8.8.8.8,4' } }), pro, 0, 0, 0);
-    add('a 401 check-public', () => api('/check-public?ip=8.8.8.8', { key: 'trs_' + 'Q'.repeat(43), from: ip }), undefined, 0, 0, 0);
-    add('a 400 public call', () => api('/check-public?ip=nope', { from: ip }), undefined, 0, 0, 0);
+    add('a 422 report', () => api('/report', { key: pro.key, json: { ip: '10.0.0.1', categories: [4] } }), pro, 0, 0, 0, { status: 422, code: 'address_not_reportable' });
+    add('a 400 check', () => api('/check?ip=nope', { key: pro.key }), pro, 0, 0, 0, { status: 400, code: 'invalid_request' });
+    add('a 403 bulk-report', () => api('/bulk-report', { key: pro.key, json: { csv: '8.8.8.8,4' } }), pro, 0, 0, 0, { status: 403, code: 'tier_forbidden' });
+    add('a 401 check-public', () => api('/check-public?ip=8.8.8.8', { key: 'trs_' + 'Q'.repeat(43), from: ip }), undefined, 0, 0, 0, { status: 401, code: 'invalid_api_key' });
+    add('a 400 public call', () => api('/check-public?ip=nope', { from: ip }), undefined, 0, 0, 0, { status: 400, code: 'invalid_request' });
 
     for (const c of cases) {
       const subject = c.key ? `a:${c.key.accountId}` : undefined;
@@ -95,7 +104,7 @@ describe('metering: each operation charges exactly its counter', () => {
         proCheck: await counter(account(pro), 'check'),
       };
       const res = await c.run();
-      expect(res.status, c.name).toBeLessThan(500);
+      expect({ name: c.name, status: res.status, code: res.status >= 400 ? res.body?.code : undefined }).toEqual({ name: c.name, ...c.answer });
       const after = {
         check: subject ? await counter(subject, 'check') : 0,
         report: subject ? await counter(subject, 'report') : 0,
