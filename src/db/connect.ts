@@ -131,7 +131,7 @@ export async function openDatabase(
     throw err;
   }
   // The one pool of the process: the ORM's, on which the repositories' SQL runs too.
-  const pool = ormPool(orm.em.getConnection().getKnex().client as never, { prepared: !options.embedded });
+  const pool = ormPool(orm.em.getConnection(), { prepared: !options.embedded });
   return {
     orm,
     pool,
