@@ -1,4 +1,6 @@
 import type { Clock } from '../clock.js';
+import type { RequiredEntityData } from '@mikro-orm/core';
+import type { AuditEvent } from '../db/entities/accounts.js';
 import type { Queryable } from '../db/pool.js';
 
 /**
@@ -63,17 +65,21 @@ export interface AuditFilter {
   limit?: number;
 }
 
-/** The insert of one event, with `?` placeholders for the ORM's `execute` (keys/keys.ts). */
-export const AUDIT_INSERT = 'insert into audit_events (account_id, at, kind, actor, ip, detail) values (?, ?, ?, ?, ?, ?)';
-
-export function auditValues(entry: AuditEntry, at: Date): unknown[] {
-  return [entry.accountId, at, entry.kind, entry.actor, entry.ip ?? '', JSON.stringify(entry.detail ?? {})];
+/** One event as the ORM inserts it, in a unit of work's transaction (`em.insert(AuditEventEntity, …)`). */
+export function auditEvent(entry: AuditEntry, at: Date): RequiredEntityData<AuditEvent> {
+  return { account: entry.accountId, at, kind: entry.kind, actor: entry.actor, ip: entry.ip ?? '', detail: entry.detail ?? {} };
 }
 
-/** Records one event, in the caller's transaction when it passes one. */
+/** Records one event on hand SQL's connection, in the caller's transaction when it passes one. */
 export async function recordAudit(db: Queryable, entry: AuditEntry, at: Date): Promise<void> {
-  let n = 0;
-  await db.query(AUDIT_INSERT.replace(/\?/g, () => `$${++n}`), auditValues(entry, at));
+  await db.query('insert into audit_events (account_id, at, kind, actor, ip, detail) values ($1, $2, $3, $4, $5, $6)', [
+    entry.accountId,
+    at,
+    entry.kind,
+    entry.actor,
+    entry.ip ?? '',
+    JSON.stringify(entry.detail ?? {}),
+  ]);
 }
 
 export class AuditTrail {

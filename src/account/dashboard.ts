@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import type { Pool } from '../db/pool.js';
 import type { Caller } from '../keys/keys.js';
 import { dailyLimit, hasFeature, sitesPerDay } from '../keys/roles.js';

@@ -1,4 +1,4 @@
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { recordAudit, type AuditEntry } from './audit.js';
 

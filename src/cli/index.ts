@@ -9,7 +9,7 @@ import { openGeoIp } from '../geo/geoip.js';
 import { consoleProgress } from '../progress.js';
 import { ReputationRepository } from '../reputation/repository.js';
 import { BULK_REPORT_MAX_BYTES, BULK_REPORT_MAX_LINES, ReputationService } from '../reputation/service.js';
-import { ROLES, type Role } from '../db/entities.js';
+import { ROLES, type Role } from '../keys/roles.js';
 import { createLogger } from '../logging.js';
 import { KeyService } from '../keys/keys.js';
 import { Whitelist } from '../reputation/whitelist.js';

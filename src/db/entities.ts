@@ -1,7 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import type { Role } from './roles.js';
-
-export { ROLES, type Role } from './roles.js';
+import type { Role } from '../keys/roles.js';
 
 export interface Account {
   id: number;

@@ -2,9 +2,10 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
-import { AccountEntity, ApiKeyEntity, ROLES, type Role } from '../db/entities.js';
-import { LICENCES, ROLE_POLICIES } from './roles.js';
-import { AUDIT_INSERT, auditValues, recordAudit, type Actor } from '../account/audit.js';
+import { AccountEntity, ApiKeyEntity } from '../db/entities.js';
+import { LICENCES, ROLE_POLICIES, ROLES, type Role } from './roles.js';
+import { auditEvent, recordAudit, type Actor } from '../account/audit.js';
+import { AuditEventEntity } from '../db/entities/accounts.js';
 import { isPrintableLine, withoutUnprintable } from '../text.js';
 
 /**
@@ -150,13 +151,13 @@ export class KeyService {
         revokedAt: null,
       });
       await tx.flush();
-      await tx.execute(AUDIT_INSERT, auditValues({
+      await tx.insert(AuditEventEntity, auditEvent({
         accountId: account.id,
         kind: 'key_created',
         actor: input.audit?.actor ?? 'cli',
         ip: input.audit?.ip,
         detail: { key_id: apiKey.id, prefix: apiKey.prefix, name: apiKey.name },
-      }, input.audit?.at ?? this.clock.now()), 'run');
+      }, input.audit?.at ?? this.clock.now()));
       return {
         accountId: account.id,
         keyId: apiKey.id,
@@ -199,13 +200,13 @@ export class KeyService {
       );
       const row = rows[0];
       if (!row) return false;
-      await tx.execute(AUDIT_INSERT, auditValues({
+      await tx.insert(AuditEventEntity, auditEvent({
         accountId: row.account_id,
         kind: 'key_revoked',
         actor: options.actor ?? 'cli',
         ip: options.ip,
         detail: { key_id: keyId, prefix: row.prefix, name: row.name },
-      }, at), 'run');
+      }, at));
       return true;
     });
   }

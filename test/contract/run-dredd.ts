@@ -11,7 +11,7 @@ import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
 import { connectDatabase } from '../../src/db/connect.js';
-import { ROLES, type Role } from '../../src/db/entities.js';
+import { ROLES, type Role } from '../../src/keys/roles.js';
 import { accessRules } from '../../src/http/access.js';
 import { hasFeature, leastRoleWith } from '../../src/keys/roles.js';
 import { KeyService } from '../../src/keys/keys.js';
