@@ -6,8 +6,8 @@ import { KeySites } from '../keys/sites.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
 import { AuditTrail } from './audit.js';
-import { Sessions } from './sessions.js';
-import { AuthThrottle } from './throttle.js';
+import { Sessions } from './sessions.repository.js';
+import { AuthThrottle } from './throttle.repository.js';
 
 /** Any stable number: the advisory lock that lets one process purge at a time. */
 const PURGE_LOCK = 7_260_112_019;

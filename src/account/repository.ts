@@ -22,7 +22,7 @@ export interface OperatorRow {
 /**
  * The statements of accounts on the web: the accounts' logins, their one-time links
  * (account_tokens, by hash) and the invite codes (by hash). Sessions, throttles and the audit
- * trail have their own stores beside it (sessions.ts, throttle.ts, audit.ts).
+ * trail have their own stores beside it (sessions.repository.ts, throttle.repository.ts, audit.repository.ts).
  */
 export class AccountRepository {
   constructor(private readonly pool: Pool) {}

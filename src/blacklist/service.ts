@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { CategoryService } from '../categories/categories.js';
+import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
 import type { Read } from '../db/pool.js';
 import { DomainError, sentence, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
-import { BLACKLIST_CATEGORIES } from './categories.js';
+import { BLACKLIST_CATEGORIES } from './groups.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
-import { chunked, drain, LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './snapshots.js';
+import { chunked, drain, LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './repository.js';
 
 /** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
 export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { CategoryService } from '../categories/categories.js';
+import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import { LIMIT_MAX } from '../blacklist/service.js';
-import { chunked, drain, REFRESH_CYCLE_SECONDS, type BlacklistSnapshots, type Columns, type PhaseRanges, type Selection } from '../blacklist/snapshots.js';
+import { chunked, drain, REFRESH_CYCLE_SECONDS, type BlacklistSnapshots, type Columns, type PhaseRanges, type Selection } from '../blacklist/repository.js';
 import { parseAddress, parseNetwork } from '../address.js';
 import type { Bouncer, BouncerChoice, BouncerRepository } from './repository.js';
 
@@ -11,7 +11,7 @@ import type { Bouncer, BouncerChoice, BouncerRepository } from './repository.js'
  * The blacklist as CrowdSec decisions. Each listed address a bouncer's choice takes is one `ban`
  * of scope `Ip`, origin `trs` and scenario `trs/<category slugs>`. A pull answers what changed
  * since that bouncer's previous pull: the snapshot it answered from is remembered per bouncer,
- * and the difference between two snapshots is one query (blacklist/snapshots.ts).
+ * and the difference between two snapshots is one query (blacklist/repository.ts).
  *
  * Decisions last one to two renewal cycles (12-24 hours) and each address is renewed once a cycle
  * at a second of its own (`refresh_phase`), sent as a deletion and a new decision in the same

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
+import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/service.js';
 import { hasFeature } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
 import { siteHost, siteRefused, type KeySites } from '../keys/sites.js';

@@ -1,7 +1,7 @@
 import { before, DAY_MS, utcDay, type Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { DomainError } from '../errors.js';
-import type { Caller } from './keys.js';
+import type { Caller } from './service.js';
 import { sitesPerDay } from './roles.js';
 
 /** The longest host name DNS allows; a URL with a longer one names no site. */

@@ -3,7 +3,7 @@ import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type C
 import type { RelayConfig } from '../config.js';
 import type { Role } from '../keys/roles.js';
 import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.js';
-import type { Caller } from '../keys/keys.js';
+import type { Caller } from '../keys/service.js';
 import type { KeySites } from '../keys/sites.js';
 import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
 import {

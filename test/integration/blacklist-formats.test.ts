@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { Whitelist } from '../../src/reputation/whitelist.js';
 import { expectSchema } from '../support/contract.js';
 import { call } from '../support/http.js';

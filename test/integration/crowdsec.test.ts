@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { Whitelist } from '../../src/reputation/whitelist.js';
 import { expectSchema } from '../support/contract.js';
 import { bouncersOf } from '../support/crowdsec.js';

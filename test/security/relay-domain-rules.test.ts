@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { DomainError } from '../../src/errors.js';
-import type { Caller } from '../../src/keys/keys.js';
+import type { Caller } from '../../src/keys/service.js';
 import { KeySites } from '../../src/keys/sites.js';
 import { SmsTemplates } from '../../src/relay/delivery/templates.js';
 import { MESSAGE_LIMITS } from '../../src/relay/message-rules.js';

@@ -7,7 +7,7 @@ import type { Role } from '../../src/keys/roles.js';
 import type { Orm } from '../../src/db/orm.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { SERVER_TIMEOUTS } from '../../src/http/server.js';
-import { KeyService, type CreatedKey } from '../../src/keys/keys.js';
+import { KeyService, type CreatedKey } from '../../src/keys/service.js';
 import { createLogger } from '../../src/logging.js';
 import { start, type StartOptions } from '../../src/start.js';
 import { createTestDatabase, type TestDatabase } from './database.js';

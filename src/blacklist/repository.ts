@@ -4,8 +4,8 @@ import type { Clock } from '../clock.js';
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { silentProgress, type Progress } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
-import { scoreAggregate } from '../reputation/service.js';
-import { BLACKLIST_CATEGORIES } from './categories.js';
+import { scoreAggregate } from '../reputation/score.js';
+import { BLACKLIST_CATEGORIES } from './groups.js';
 
 /** Any stable 64-bit number: the lock that lets one process at a time regenerate on schedule. */
 const REGENERATION_LOCK = 7_260_112_005;
