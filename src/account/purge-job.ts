@@ -2,10 +2,10 @@ import type { Logger } from 'pino';
 import { before, type Clock } from '../clock.js';
 import { loadConfig, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
-import { KeySites } from '../keys/sites.js';
+import { KeySites } from '../keys/sites.repository.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
-import { AuditTrail } from './audit.js';
+import { AuditTrail } from './audit.repository.js';
 import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
 

@@ -1,6 +1,7 @@
 import type { Role } from '../keys/roles.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import { recordAudit, type AuditEntry } from './audit.js';
+import { type AuditEntry } from './audit.js';
+import { recordAudit } from './audit.repository.js';
 
 /** An account's web login. */
 export interface LoginRow {

@@ -12,7 +12,7 @@ import { BULK_REPORT_MAX_BYTES, BULK_REPORT_MAX_LINES, ReputationService } from 
 import { ROLES, type Role } from '../keys/roles.js';
 import { createLogger } from '../logging.js';
 import { KeyService } from '../keys/service.js';
-import { Whitelist } from '../reputation/whitelist.js';
+import { Whitelist } from '../reputation/whitelist.repository.js';
 import { blacklistSnapshots } from '../blacklist/repository.js';
 import { systemClock } from '../clock.js';
 import { BundleLedger, bundleBalance } from '../relay/ledger.repository.js';
@@ -20,7 +20,8 @@ import { BUNDLES } from '../relay/policy.js';
 import { RelayRepository, type RelayMessageView } from '../relay/repository.js';
 import { writeFile } from 'node:fs/promises';
 import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/service.js';
-import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
+import { TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
+import { SmsTemplates } from '../relay/delivery/templates.repository.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';

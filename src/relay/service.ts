@@ -4,8 +4,9 @@ import type { RelayConfig } from '../config.js';
 import type { Role } from '../keys/roles.js';
 import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.js';
 import type { Caller } from '../keys/service.js';
-import type { KeySites } from '../keys/sites.js';
-import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
+import type { KeySites } from '../keys/sites.repository.js';
+import { UnknownTemplateError } from './delivery/templates.js';
+import { type SmsTemplates } from './delivery/templates.repository.js';
 import {
   boundedText,
   interpretHeaders,

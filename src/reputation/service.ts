@@ -9,7 +9,7 @@ import type { Charge, Meter } from '../keys/usage.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
-import { computeScore, confidenceScorer, scoreAggregate, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
+import { confidenceScorer, scoreAggregate, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 
 export const COMMENT_MAX = 1024;
