@@ -20,7 +20,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import pino from 'pino';
 import { connectDatabase } from '../src/db/connect.js';
-import { KeyService } from '../src/keys/keys.js';
+import { KeyService } from '../src/keys/service.js';
 import { projectRoot } from '../src/openapi.js';
 import { serverAnswers } from './support/postgres.js';
 import { isPublic, parseAddress } from '../src/address.js';

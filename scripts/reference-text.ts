@@ -4,7 +4,7 @@
  * (from src/keys/roles.ts and src/relay/policy.ts), and each operation's access and cost (from
  * its `x-access` and `x-charge`, read as src/http/access.ts reads them).
  */
-import { ROLES, type Role } from '../src/db/entities.js';
+import { ROLES, type Role } from '../src/keys/roles.js';
 import type { AccessRule } from '../src/http/access.js';
 import { FEATURES, LICENCES, PUBLIC_DAILY_LIMIT, ROLE_POLICIES, type Feature } from '../src/keys/roles.js';
 import { BUNDLES } from '../src/relay/policy.js';

@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import pino from 'pino';
 import { from as copyFrom } from 'pg-copy-streams';
-import { blacklistSnapshots } from '../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../src/blacklist/repository.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/db/connect.js';

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pino from 'pino';
 import { connectDatabase } from '../src/db/connect.js';
-import { KeyService } from '../src/keys/keys.js';
+import { KeyService } from '../src/keys/service.js';
 import { projectRoot } from '../src/openapi.js';
 import { startListening } from './support/processes.js';
 import { startSmsProvider, startSmtp } from './support/sinks.js';

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { hashActivity } from './account/passwords.js';
 import { PurgeJob } from './account/purge-job.js';
 import { buildApp } from './app.js';
-import { blacklistSnapshots } from './blacklist/snapshots.js';
+import { blacklistSnapshots } from './blacklist/repository.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { connectDatabase, type Database, type MigrateMode } from './db/connect.js';

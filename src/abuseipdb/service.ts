@@ -4,7 +4,7 @@ import type { BlacklistService, ListParams } from '../blacklist/service.js';
 import type { Clock } from '../clock.js';
 import type { Read } from '../db/pool.js';
 import { DomainError, sentence } from '../errors.js';
-import type { Caller } from '../keys/keys.js';
+import type { Caller } from '../keys/service.js';
 import { addressToBigInt, bigIntToAddress, isPublic, parseAddress, parseNetwork } from '../address.js';
 import type { Charge } from '../keys/usage.js';
 import { categoryIds, NETWORK_ADDRESSES_MAX, type CsvLine, type ReputationService } from '../reputation/service.js';

@@ -1,18 +1,19 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { SignupMode, WebConfig } from '../config.js';
-import { ROLES, type Role } from '../db/entities.js';
+import { ROLES, type Role } from '../keys/roles.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { DomainError } from '../errors.js';
-import { checkLicences, revokeAccountKeys } from '../keys/keys.js';
+import { checkLicences } from '../keys/service.js';
+import { revokeAccountKeys } from '../keys/repository.js';
 import { checkSmsPrefix, MESSAGE_LIMITS, MessageRuleError } from '../relay/message-rules.js';
 import type { Actor } from './audit.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
 import { DummyPassword, hashPassword, needsRehash, passwordProblem, UNBOUNDED_HASHING, verifyPassword, type HashGate } from './passwords.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';
 import { AccountRepository, type LinkPurpose } from './repository.js';
-import type { Sessions } from './sessions.js';
-import type { AuthThrottle } from './throttle.js';
+import type { Sessions } from './sessions.repository.js';
+import type { AuthThrottle } from './throttle.repository.js';
 
 
 export interface AccountSettings {

@@ -1,5 +1,3 @@
-import type { Clock } from '../clock.js';
-import type { Queryable } from '../db/pool.js';
 
 /**
  * The audit trail of an account (the role table promises it to Business and up; it is recorded
@@ -61,58 +59,6 @@ export interface AuditFilter {
   from?: Date;
   to?: Date;
   limit?: number;
-}
-
-/** The insert of one event, with `?` placeholders for the ORM's `execute` (keys/keys.ts). */
-export const AUDIT_INSERT = 'insert into audit_events (account_id, at, kind, actor, ip, detail) values (?, ?, ?, ?, ?, ?)';
-
-export function auditValues(entry: AuditEntry, at: Date): unknown[] {
-  return [entry.accountId, at, entry.kind, entry.actor, entry.ip ?? '', JSON.stringify(entry.detail ?? {})];
-}
-
-/** Records one event, in the caller's transaction when it passes one. */
-export async function recordAudit(db: Queryable, entry: AuditEntry, at: Date): Promise<void> {
-  let n = 0;
-  await db.query(AUDIT_INSERT.replace(/\?/g, () => `$${++n}`), auditValues(entry, at));
-}
-
-export class AuditTrail {
-  constructor(
-    private readonly db: Queryable,
-    private readonly clock: Clock,
-    /** How long events are kept and shown (AUDIT_RETENTION_DAYS). */
-    private readonly retentionMs: number,
-  ) {}
-
-  record(entry: AuditEntry, db: Queryable = this.db): Promise<void> {
-    return recordAudit(db, entry, this.clock.now());
-  }
-
-  /** The account's events, newest first, within the retention time. */
-  async list(accountId: number, filter: AuditFilter = {}): Promise<AuditRow[]> {
-    const oldest = new Date(this.clock.now().getTime() - this.retentionMs);
-    const from = filter.from && filter.from > oldest ? filter.from : oldest;
-    const { rows } = await this.db.query<AuditRow>(
-      `select * from (
-         select at, kind, actor, ip, coalesce(detail->>'site', '') as site, coalesce(detail->>'outcome', '') as outcome, detail
-           from audit_events where account_id = $1 and at >= $2 and ($3::timestamptz is null or at < $3)
-         union all
-         select created_at, 'relay_' || channel, 'api', '', site, status,
-                jsonb_build_object('message_id', id, 'key_id', key_id, 'funded_by', funded_by)
-           from relay_messages where account_id = $1 and created_at >= $2 and ($3::timestamptz is null or created_at < $3)
-       ) e
-       where ($4::text is null or kind = $4) and ($5::text is null or site = $5)
-       order by at desc limit $6`,
-      [accountId, from, filter.to ?? null, filter.kind ?? null, filter.site ?? null, Math.min(filter.limit ?? 500, 10_000)],
-    );
-    return rows;
-  }
-
-  /** Deletes events older than the retention time (the scheduled purge). */
-  async purge(db: Queryable = this.db): Promise<number> {
-    const { rowCount } = await db.query('delete from audit_events where at < $1', [new Date(this.clock.now().getTime() - this.retentionMs)]);
-    return rowCount ?? 0;
-  }
 }
 
 /**

@@ -2,12 +2,12 @@ import type { Logger } from 'pino';
 import { before, type Clock } from '../clock.js';
 import { loadConfig, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
-import { KeySites } from '../keys/sites.js';
+import { KeySites } from '../keys/sites.repository.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
-import { AuditTrail } from './audit.js';
-import { Sessions } from './sessions.js';
-import { AuthThrottle } from './throttle.js';
+import { AuditTrail } from './audit.repository.js';
+import { Sessions } from './sessions.repository.js';
+import { AuthThrottle } from './throttle.repository.js';
 
 /** Any stable number: the advisory lock that lets one process purge at a time. */
 const PURGE_LOCK = 7_260_112_019;

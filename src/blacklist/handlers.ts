@@ -5,7 +5,7 @@ import { sendData } from '../http/envelope.js';
 import { ifNoneMatchHas } from '../http/etag.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { BlacklistService, ListParams, ListVariant } from './service.js';
-import type { BlacklistSnapshots } from './snapshots.js';
+import type { BlacklistSnapshots } from './repository.js';
 
 /** The deprecated forms: deprecated since 2025-01-01, to be removed after 2027-12-31. */
 const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;

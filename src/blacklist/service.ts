@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { CategoryService } from '../categories/categories.js';
+import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
 import type { Read } from '../db/pool.js';
 import { DomainError, sentence, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
-import { BLACKLIST_CATEGORIES } from './categories.js';
+import { BLACKLIST_CATEGORIES } from './groups.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
-import { chunked, drain, LINE_SQL, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './snapshots.js';
+import { chunked, drain, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './repository.js';
 
 /** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
 export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';
@@ -242,7 +242,7 @@ export class BlacklistService {
 
   /** The entries of a list as networks: addresses in list order, or blocks in address order. */
   private async *networks(selection: Selection, aggregate: boolean): AsyncGenerator<Net> {
-    const streamed = await this.snapshots.stream<{ ip: string }>(selection, { select: 'e.ip', order: aggregate ? 'address' : 'list' });
+    const streamed = await this.snapshots.stream(selection, { select: 'ip', order: aggregate ? 'address' : 'list' });
     const ips = (async function* () {
       for await (const row of drain(streamed)) yield row.ip;
     })();
@@ -307,7 +307,7 @@ export class BlacklistService {
   }
 
   private async *addressChanges(from: Selection, to: Selection): AsyncGenerator<{ net: Net; change: Change }> {
-    for await (const row of drain(await this.snapshots.changes<{ ip: string }>(from, to, { select: 'e.ip' }))) {
+    for await (const row of drain(await this.snapshots.changes(from, to, { select: 'ip' }))) {
       yield { net: single(row.ip), change: row.change };
     }
   }
@@ -326,9 +326,7 @@ export class BlacklistService {
 
   private async *renderDeltaLines(from: Selection, to: Selection, query: Query, head: SnapshotHead, since: string): AsyncGenerator<string> {
     const json = query.format === 'json';
-    const changes = await this.snapshots.changes<{ line: string; ip: string }>(from, to, {
-      select: `${LINE_SQL[json ? 'json' : 'csv']} as line, e.ip`,
-    });
+    const changes = await this.snapshots.changes(from, to, { select: json ? 'jsonLine' : 'csvLine' });
     const counts = { added: 0, removed: 0 };
     yield json ? '{"data":{"removed":[' : `change,${CSV_HEADER}\n`;
     for await (const row of drain(changes)) {

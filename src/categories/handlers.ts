@@ -1,6 +1,6 @@
 import { sendData } from '../http/envelope.js';
 import type { DataOf, Handlers } from '../http/types.js';
-import type { CategoryService } from './categories.js';
+import type { CategoryService } from './service.js';
 
 export function categoryHandlers(categories: CategoryService): Handlers {
   return {

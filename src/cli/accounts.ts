@@ -3,12 +3,12 @@ import pino from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AccountMailer } from '../account/mailer.js';
 import { purgeAccounts } from '../account/purge-job.js';
-import { Sessions } from '../account/sessions.js';
-import { AuthThrottle } from '../account/throttle.js';
+import { Sessions } from '../account/sessions.repository.js';
+import { AuthThrottle } from '../account/throttle.repository.js';
 import { systemClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { Database } from '../db/connect.js';
-import { ROLES, type Role } from '../db/entities.js';
+import { ROLES, type Role } from '../keys/roles.js';
 
 type WithDatabase = <T>(work: (db: Database) => Promise<T>) => Promise<T>;
 type Print = (value: unknown, json: boolean, text: () => string) => void;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { CategoryService } from '../categories/categories.js';
+import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import type { Bouncer, BouncerChoice, BouncerRepository } from './repository.js';

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { CategoryService } from '../categories/categories.js';
+import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import { LIMIT_MAX } from '../blacklist/service.js';
-import { chunked, drain, REFRESH_CYCLE_SECONDS, type BlacklistSnapshots, type Columns, type PhaseRanges, type Selection } from '../blacklist/snapshots.js';
+import { chunked, drain, REFRESH_CYCLE_SECONDS, type BlacklistSnapshots, type Columns, type EntryRows, type PhaseRanges, type Selection } from '../blacklist/repository.js';
 import { parseAddress, parseNetwork } from '../address.js';
 import type { Bouncer, BouncerChoice, BouncerRepository } from './repository.js';
 
@@ -11,7 +11,7 @@ import type { Bouncer, BouncerChoice, BouncerRepository } from './repository.js'
  * The blacklist as CrowdSec decisions. Each listed address a bouncer's choice takes is one `ban`
  * of scope `Ip`, origin `trs` and scenario `trs/<category slugs>`. A pull answers what changed
  * since that bouncer's previous pull: the snapshot it answered from is remembered per bouncer,
- * and the difference between two snapshots is one query (blacklist/snapshots.ts).
+ * and the difference between two snapshots is one query (blacklist/repository.ts).
  *
  * Decisions last one to two renewal cycles (12-24 hours) and each address is renewed once a cycle
  * at a second of its own (`refresh_phase`), sent as a deletion and a new decision in the same
@@ -51,13 +51,9 @@ export interface LookupParams extends Omit<DecisionFilters, 'scopes'> {
   contains?: boolean;
 }
 
-interface EntryRow {
-  ip: string;
-  categories: number[];
-  refresh_phase: number;
-}
+type EntryRow = EntryRows['decision'];
 
-const ENTRY: Columns = { select: 'e.ip, e.categories, e.refresh_phase' };
+const ENTRY: Columns<'decision'> = { select: 'decision' };
 
 const seconds = (at: Date) => Math.floor(at.getTime() / 1000);
 const modulo = (n: number, m: number) => ((n % m) + m) % m;
@@ -147,12 +143,12 @@ export class DecisionService {
       const scenario = scenarioOf(row.categories);
       if (!filters.passes(scenario)) return undefined;
       return {
-        id: decisionId(row.ip, cycleOf(t, row.refresh_phase)),
+        id: decisionId(row.ip, cycleOf(t, row.refreshPhase)),
         origin: DECISION_ORIGIN,
         type: 'ban',
         scope: 'Ip',
         value: row.ip,
-        duration: deleted ? '0s' : goDuration(decisionSeconds(t, row.refresh_phase)),
+        duration: deleted ? '0s' : goDuration(decisionSeconds(t, row.refreshPhase)),
         scenario,
       };
     };
@@ -213,7 +209,7 @@ export class DecisionService {
       deleted = renewAll ? [list(this.rows(held), (row) => asHeld(row, true))] : [list(changes.removed, (row) => asHeld(row, true))];
     } else {
       const renewed: EntryRow[] = [];
-      for await (const row of drain(await this.snapshots.renewals<EntryRow>(current, renewalPhases(t0, t1), ENTRY, moved ? held : undefined))) {
+      for await (const row of drain(await this.snapshots.renewals(current, renewalPhases(t0, t1), ENTRY, moved ? held : undefined))) {
         renewed.push(row);
       }
       added = [list(changes.added, (row) => issue(row)), list(renewed, (row) => issue(row))];
@@ -229,14 +225,14 @@ export class DecisionService {
   private rows(selection: Selection): AsyncIterable<EntryRow> {
     const snapshots = this.snapshots;
     return (async function* () {
-      yield* drain(await snapshots.stream<EntryRow>(selection, ENTRY));
+      yield* drain(await snapshots.stream(selection, ENTRY));
     })();
   }
 
   /** The difference between two lists, held in memory (a regeneration's worth of changes). */
   private async collect(from: Selection, to: Selection) {
     const out = { added: [] as EntryRow[], removed: [] as EntryRow[] };
-    for await (const row of drain(await this.snapshots.changes<EntryRow>(from, to, ENTRY))) out[row.change].push(row);
+    for await (const row of drain(await this.snapshots.changes(from, to, ENTRY))) out[row.change].push(row);
     return out;
   }
 
@@ -264,7 +260,7 @@ export class DecisionService {
     // An Ip decision covers a range whole only when the range is one address.
     const single = target.first === target.last;
     if (!single && params.contains !== false) return { found: [] };
-    const rows = await this.snapshots.within<EntryRow>(selection, target.first, target.last, ENTRY);
+    const rows = await this.snapshots.within(selection, target.first, target.last, ENTRY);
     return { found: rows.map((row) => issue(row)).filter((d): d is Decision => d !== undefined) };
   }
 

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
 import { findRunningEmbedded, startEmbedded } from './embedded.js';
 import { connectionProblem } from './errors.js';
 import { migrate, openOrm, pendingMigrations, type Orm } from './orm.js';
@@ -61,12 +60,19 @@ export async function createDatabaseIfMissing(url: string, logger: Logger): Prom
  */
 export type MigrateMode = 'apply' | 'verify' | 'skip';
 
+/** What the data layer is told of the configuration (DATABASE_URL, DATA_DIR, DB_POOL_MAX). */
+export interface DatabaseSettings {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  dbPoolMax: number;
+}
+
 /**
  * Opens the configured PostgreSQL, or the embedded one under DATA_DIR when DATABASE_URL is
  * unset (joining the one another local process already serves, if any), and migrates it.
  */
 export async function connectDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolMax'>,
+  config: DatabaseSettings,
   logger: Logger,
   options: { migrate?: MigrateMode } = {},
 ): Promise<Database> {
@@ -131,7 +137,7 @@ export async function openDatabase(
     throw err;
   }
   // The one pool of the process: the ORM's, on which the repositories' SQL runs too.
-  const pool = ormPool(orm.em.getConnection().getKnex().client as never, { prepared: !options.embedded });
+  const pool = ormPool(orm.em.getConnection(), { prepared: !options.embedded });
   return {
     orm,
     pool,

@@ -1,7 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import type { Role } from './roles.js';
-
-export { ROLES, type Role } from './roles.js';
+import { ROLES, type Role } from '../keys/roles.js';
 
 export interface Account {
   id: number;
@@ -50,10 +48,18 @@ export interface ThreatCategory {
 export const AccountEntity = new EntitySchema<Account>({
   name: 'Account',
   tableName: 'accounts',
+  indexes: [
+    { name: 'accounts_email_idx', expression: "CREATE INDEX accounts_email_idx ON accounts USING btree (lower(email))" },
+    { name: 'accounts_login_email_key', expression: "CREATE UNIQUE INDEX accounts_login_email_key ON accounts USING btree (lower(email)) WHERE (password_hash IS NOT NULL)" },
+  ],
+  checks: [
+    { name: 'accounts_licences_check', expression: "((licences >= 1) AND (licences <= 20))" },
+    { name: 'accounts_sender_name_check', expression: "((sender_name IS NULL) OR (((length(sender_name) >= 1) AND (length(sender_name) <= 40)) AND (sender_name !~ '[[:cntrl:]]'::text)))" },
+  ],
   properties: {
-    id: { type: 'integer', primary: true, autoincrement: true },
+    id: { type: 'integer', primary: true, autoincrement: true, generated: 'identity' },
     email: { type: 'text', nullable: true },
-    role: { type: 'text' },
+    role: { type: 'text', enum: true, items: [...ROLES] },
     licences: { type: 'integer', default: 1 },
     createdAt: { type: 'Date', fieldName: 'created_at', defaultRaw: 'now()' },
     // Not loaded unless asked for, and never serialised.
@@ -66,9 +72,13 @@ export const AccountEntity = new EntitySchema<Account>({
 export const ApiKeyEntity = new EntitySchema<ApiKey>({
   name: 'ApiKey',
   tableName: 'api_keys',
+  indexes: [
+    { name: 'api_keys_account_id_idx', properties: ['account'] },
+    { name: 'api_keys_account_idx', properties: ['account'] },
+  ],
   properties: {
     id: { type: 'uuid', primary: true },
-    account: { kind: 'm:1', entity: () => AccountEntity, fieldName: 'account_id', deleteRule: 'cascade' },
+    account: { kind: 'm:1', entity: () => AccountEntity, fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
     prefix: { type: 'text' },
     name: { type: 'text', default: '' },
     hash: { type: 'Buffer', columnType: 'bytea', unique: true },
@@ -81,13 +91,16 @@ export const ApiKeyEntity = new EntitySchema<ApiKey>({
 export const ThreatCategoryEntity = new EntitySchema<ThreatCategory>({
   name: 'ThreatCategory',
   tableName: 'threat_categories',
+  checks: [
+    { name: 'threat_categories_severity_level_check', expression: "((severity_level >= 1) AND (severity_level <= 10))" },
+  ],
   properties: {
     id: { type: 'integer', primary: true, autoincrement: false },
     name: { type: 'text', unique: true },
     description: { type: 'text' },
     severityLevel: { type: 'integer', fieldName: 'severity_level' },
     // The column's default, which the rows of the first migration took; new categories name theirs.
-    catalogue: { type: 'text', default: 'core' },
+    catalogue: { type: 'text', default: 'core', enum: true, items: [...CATALOGUES] },
     enabled: { type: 'boolean', default: true },
   },
 });

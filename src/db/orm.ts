@@ -1,4 +1,4 @@
-import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { MikroORM, UnderscoreNamingStrategy, type Options } from '@mikro-orm/postgresql';
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -17,7 +17,7 @@ import { STATEMENT_TIMEOUT_MS, UNBOUNDED } from './pool.js';
 export type Orm = MikroORM;
 
 /**
- * Every table of the schema, each mapped once (test/integration/entities.test.ts compares them
+ * Every table of the schema, each mapped once (test/integration/schema-diff.test.ts compares them
  * with the migrated database). The aggregates' files under entities/ name Account and ApiKey by
  * entity name in their relations and import only their types from entities.ts, which imports
  * none of them back: the list of all of them lives here, where the ORM is made.
@@ -34,6 +34,20 @@ const entities = [
   ...accountsEntities,
   ...notificationsEntities,
 ];
+
+/**
+ * MikroORM's names for columns (snake case), and PostgreSQL's own for constraints and indexes
+ * (`<table>_<columns>_pkey|key|fkey|check|idx`): the names the migrations' DDL got from
+ * PostgreSQL, so that the schema diff (test/integration/schema-diff.test.ts) compares like
+ * with like.
+ */
+export class PostgresNamingStrategy extends UnderscoreNamingStrategy {
+  override indexName(tableName: string, columns: string[], type: Parameters<UnderscoreNamingStrategy['indexName']>[2]): string {
+    const suffix = { foreign: 'fkey', unique: 'key', index: 'idx' }[type as string];
+    if (suffix) return `${tableName.replace(/^.*\./, '')}_${columns.join('_')}_${suffix}`;
+    return super.indexName(tableName, columns, type);
+  }
+}
 
 export interface OrmOptions {
   url: string;
@@ -66,6 +80,7 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
   return {
     clientUrl: url,
     entities,
+    namingStrategy: PostgresNamingStrategy,
     extensions: [Migrator],
     migrations: { migrationsList: unboundedMigrations, transactional: true, allOrNothing: true, snapshot: false },
     pool: {

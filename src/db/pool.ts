@@ -1,20 +1,45 @@
 import pg from 'pg';
 
 /**
- * The process's one pool of database connections is the ORM's (MikroORM's knex pool). Hand-
- * written SQL inside the repositories runs on the same connections through this face of it,
- * shaped like pg's Pool: plain rows, native array parameters, named prepared statements (which
- * a connection keeps for its life). pg-boss, the relay's job queue, keeps a small pool of its own.
+ * The process's one pool of database connections: MikroORM's.
+ *
+ * MikroORM 6 (on knex) owns the pool: its size, its timeouts, the `statement_timeout` of every
+ * connection (src/db/orm.ts). The ORM's own queries (the entities' repositories) run on it, and
+ * so does the hand-written SQL of the hot paths (reputation, blacklist, quotas, relay), which
+ * needs what the ORM's `execute` does not give: PostgreSQL's `$n` placeholders, native array
+ * parameters, named prepared statements (which a connection keeps for its life), streamed rows.
+ * For that it borrows a connection through the public API of the ORM's connection:
+ * `orm.em.getConnection().getKnex().client`'s `acquireConnection()` / `releaseConnection()`,
+ * the calls knex itself makes around each query. Nothing of knex or pg is patched: the
+ * connection lent is wrapped (`Connection` below), its pg client is left as knex made it.
+ *
+ * pg-boss, the relay's job queue, keeps a small pool of its own; the relay's LISTEN and the
+ * migration lock take one connection each.
+ *
+ * MikroORM 7 replaces knex with Kysely (and needs Node 22.17+). The step then: `ormPool` takes
+ * the ORM's `em.getKysely()` and lends a connection with `kysely.connection().execute(...)`
+ * (Kysely's `CompiledQuery` carries `$n` SQL and its parameters, and its pg dialect keeps
+ * pg's named statements with `CompiledQuery.raw`); the repositories see the same `Pool` and
+ * `Connection` faces and do not change. Only this file and `db/orm.ts` know what is underneath.
  */
 export interface Pool {
-  query: pg.Pool['query'];
+  query: Connection['query'];
   /** Lends one connection; `release(err)` with the error that broke it discards it. */
-  connect(): Promise<pg.PoolClient>;
+  connect(): Promise<Connection>;
   readonly totalCount: number;
   readonly idleCount: number;
   readonly waitingCount: number;
 }
-export type Queryable = Pool | pg.PoolClient;
+
+/** One connection lent by the pool: pg's query, and back to the pool with `release`. */
+export interface Connection {
+  query: pg.ClientBase['query'];
+  on(event: 'error', listener: (err: Error) => void): void;
+  off(event: 'error', listener: (err: Error) => void): void;
+  /** Back to the pool; with the error that broke it, closed instead of lent again. */
+  release(err?: Error | boolean): void;
+}
+export type Queryable = Pool | Connection;
 
 /** A named statement, prepared once per connection. */
 export interface Statement {
@@ -37,11 +62,17 @@ export function readerOf(db: Queryable): Read {
 // bigint counts and ids (int8) arrive as numbers: they stay far below 2^53 here.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-/** What this module needs of knex's client and its pool (tarn). */
+/**
+ * What this module uses of the ORM's connection: knex's client, with the calls knex's own
+ * runner makes to borrow and return a connection, and its pool's (tarn's) public counters.
+ */
+export interface OrmConnection {
+  getKnex(): { client: KnexClient };
+}
 interface KnexClient {
   acquireConnection(): Promise<pg.Client>;
-  releaseConnection(connection: pg.Client): Promise<void>;
-  pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number };
+  releaseConnection(connection: pg.Client): Promise<unknown>;
+  pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } | null;
 }
 
 /**
@@ -49,46 +80,71 @@ interface KnexClient {
  * multiplexes every client connection onto one session, where a name prepared by one
  * connection collides with the next.
  */
-export function ormPool(knexClient: KnexClient, options: { prepared?: boolean } = {}): Pool {
+export function ormPool(connection: OrmConnection, options: { prepared?: boolean } = {}): Pool {
+  const knexClient = () => connection.getKnex().client;
   const unnamed = options.prepared === false;
-  const lend = async (): Promise<pg.PoolClient> => {
-    const client = (await knexClient.acquireConnection()) as pg.Client & Partial<pg.PoolClient> & { __knex__disposed?: unknown; __trsQuery?: unknown };
-    if (!client.__trsQuery) {
-      // The ORM reads dates as text on its connections; plain SQL reads them with pg's own types
-      // (Date objects, numbers for int8), given with each query. A stream brings its own.
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      client.__trsQuery = query;
-      client.query = ((config: unknown, ...rest: unknown[]) => {
-        if (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit === 'function') return query(config, ...rest);
-        const shaped = typeof config === 'string' ? { text: config, values: rest.shift() } : { ...(config as object) };
-        const named = shaped as { name?: string; types?: unknown };
-        named.types ??= pg.types;
-        if (unnamed) delete named.name;
-        return query(shaped, ...rest);
-      }) as typeof client.query;
-    }
-    client.release = (err?: Error | boolean) => {
-      // A connection that broke while lent is discarded, not handed out again.
-      if (err) client.__knex__disposed = err;
-      void knexClient.releaseConnection(client);
-    };
-    return client as pg.PoolClient;
+  const lend = async (): Promise<Connection> => {
+    const client = await knexClient().acquireConnection();
+    return new Lent(client, unnamed, knexClient());
   };
   const pool: Pool = {
     query: (async (config: unknown, values?: unknown) =>
       withClient(pool, (client) => (client.query as (c: unknown, v?: unknown) => Promise<pg.QueryResult>)(config, values))) as Pool['query'],
     connect: lend,
     get totalCount() {
-      return (knexClient.pool?.numUsed() ?? 0) + (knexClient.pool?.numFree() ?? 0);
+      const tarn = knexClient().pool;
+      return (tarn?.numUsed() ?? 0) + (tarn?.numFree() ?? 0);
     },
     get idleCount() {
-      return knexClient.pool?.numFree() ?? 0;
+      return knexClient().pool?.numFree() ?? 0;
     },
     get waitingCount() {
-      return knexClient.pool?.numPendingAcquires() ?? 0;
+      return knexClient().pool?.numPendingAcquires() ?? 0;
     },
   };
   return pool;
+}
+
+/**
+ * A connection lent by the ORM's pool. The ORM reads dates as text on its connections; plain
+ * SQL reads them with pg's own types (Date objects, numbers for int8), given with each query
+ * (a stream, such as pg-query-stream's, brings its own).
+ */
+class Lent implements Connection {
+  private released = false;
+  constructor(
+    private readonly client: pg.Client,
+    private readonly unnamed: boolean,
+    private readonly knex: KnexClient,
+  ) {}
+
+  query = ((config: unknown, ...rest: unknown[]) => {
+    if (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit === 'function') {
+      return (this.client.query as (...args: unknown[]) => unknown)(config, ...rest);
+    }
+    const shaped: { text?: string; name?: string; types?: unknown; values?: unknown } =
+      typeof config === 'string' ? { text: config, values: rest.shift() } : { ...(config as object) };
+    shaped.types ??= pg.types;
+    if (this.unnamed) delete shaped.name;
+    return (this.client.query as (...args: unknown[]) => unknown)(shaped, ...rest);
+  }) as Connection['query'];
+
+  on(event: 'error', listener: (err: Error) => void): void {
+    this.client.on(event, listener);
+  }
+
+  off(event: 'error', listener: (err: Error) => void): void {
+    this.client.off(event, listener);
+  }
+
+  release(err?: Error | boolean): void {
+    if (this.released) return;
+    this.released = true;
+    // A connection that broke while lent is not handed out again: ending it makes knex's own
+    // listener mark it, and the pool's validation discards it at the next acquire.
+    if (err) void this.client.end().catch(() => undefined);
+    void this.knex.releaseConnection(this.client);
+  }
 }
 
 /**
@@ -96,7 +152,7 @@ export function ormPool(knexClient: KnexClient, options: { prepared?: boolean } 
  * stops) fails the query under way; the error it also emits is caught here, not left to end the
  * process, and the broken connection is discarded instead of returned to the pool.
  */
-export async function withClient<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(pool: Pool, work: (client: Connection) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => (broken = err);
@@ -114,7 +170,6 @@ export async function ping(pool: Pool): Promise<void> {
   await pool.query('select 1');
 }
 
-/** Runs `work` in a transaction on one connection; rolls back when it throws. */
 /**
  * Statements on the pool's connections are cut off after this (`statement_timeout`): a request
  * never waits on a runaway statement. Work over whole tables (the blacklist's regeneration, the
@@ -129,7 +184,7 @@ export const UNBOUNDED = 'set local statement_timeout = 0';
  * Runs `work` in a transaction on one connection. `long`: work over whole tables, which may run
  * longer than a request's statement timeout allows (see STATEMENT_TIMEOUT_MS).
  */
-export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>, options: { long?: boolean } = {}): Promise<T> {
+export async function transaction<T>(pool: Pool, work: (client: Connection) => Promise<T>, options: { long?: boolean } = {}): Promise<T> {
   return withClient(pool, async (client) => {
     try {
       await client.query('begin');

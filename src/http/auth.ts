@@ -1,8 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
-import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/keys.js';
+import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/service.js';
 import { hasFeature } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
-import { siteHost, siteRefused, type KeySites } from '../keys/sites.js';
+import { siteHost, siteRefused } from '../keys/sites.js';
+import { type KeySites } from '../keys/sites.repository.js';
 import { ApiError, forbidden, MESSAGES, UNAUTHORIZED_HINT, unauthorized } from './errors.js';
 import type { AnyOperationId } from './types.js';
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
+import type { BlacklistSnapshots } from '../blacklist/repository.js';
 import type { Clock } from '../clock.js';
 import { incidentLogger } from '../logging.js';
 

@@ -1,4 +1,10 @@
-import { ROLES, type Role } from '../db/roles.js';
+/**
+ * The roles of accounts and keys. This module imports nothing, so that what needs only the names
+ * (the configuration, read before anything heavy is loaded; the entities' types) loads nothing
+ * else with them.
+ */
+export const ROLES = ['free', 'contributor', 'professional', 'business', 'enterprise', 'honeypot'] as const;
+export type Role = (typeof ROLES)[number];
 
 /**
  * The role table: what each role may do and how much, per day and per month. It is the one

@@ -1,7 +1,7 @@
 import { networkOf, parseAddress } from '../address.js';
 import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
 import type { Queryable, Statement } from '../db/pool.js';
-import type { Caller } from './keys.js';
+import type { Caller } from './service.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
 /**

@@ -2,8 +2,9 @@ import type { components } from '../../generated/api.js';
 import type { Clock } from '../clock.js';
 import type { NotificationConfigRepository } from './repository.js';
 import { DomainError, sentence, unprocessable } from '../errors.js';
-import type { Caller } from '../keys/keys.js';
-import { SITE_URL_RULE, siteHost, siteRefused, type KeySites } from '../keys/sites.js';
+import type { Caller } from '../keys/service.js';
+import { SITE_URL_RULE, siteHost, siteRefused } from '../keys/sites.js';
+import { type KeySites } from '../keys/sites.repository.js';
 import { MessageRuleError, parseMailbox, singleLine } from '../relay/message-rules.js';
 
 /** The request and the stored configuration, as the contract has them. */

@@ -6,9 +6,9 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { StripeConfig } from '../config.js';
 import { withinTolerance } from '../relay/payments.js';
-import { BundleError, type BundleLedger } from '../relay/ledger.js';
+import { BundleError, type BundleLedger } from '../relay/ledger.repository.js';
 import { bundleOf, type Bundle } from '../relay/policy.js';
-import type { CheckoutSessions } from './checkouts.js';
+import type { CheckoutSessions } from './checkouts.repository.js';
 
 /**
  * Bundles bought through Stripe Checkout (the official SDK). A Checkout Session carries the

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { type Router } from 'express';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { BundleError, type BundleLedger } from './ledger.js';
+import { BundleError, type BundleLedger } from './ledger.repository.js';
 
 /**
  * The payment provider's webhook, outside /api/v2: `POST /webhooks/payments`.

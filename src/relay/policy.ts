@@ -1,4 +1,4 @@
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import { ROLE_POLICIES, type Channel, type RelayAllowance } from '../keys/roles.js';
 
 export type { Channel };

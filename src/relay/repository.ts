@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import type { Channel } from './policy.js';
-import { bundleBalance } from './ledger.js';
+import { bundleBalance } from './ledger.repository.js';
 import type { SmsReceipt } from './delivery/sms/receipts.js';
 
 export type MessageStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'undelivered' | 'failed';
@@ -70,7 +70,7 @@ const lockKey = (text: string) => createHash('sha256').update(text).digest().rea
 
 /**
  * The relay's messages and their charges: every statement on relay_messages and relay_usage
- * (the bundle ledger is ledger.ts's). The accepting transaction is one method, so that the
+ * (the bundle ledger is ledger.repository.ts's). The accepting transaction is one method, so that the
  * order of its locks and statements, which decides how many sends of one site go through at
  * once, is written in one place.
  */

@@ -1,11 +1,12 @@
 import type { components } from '../../generated/api.js';
 import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.js';
-import type { Caller } from '../keys/keys.js';
-import type { KeySites } from '../keys/sites.js';
-import { UnknownTemplateError, type SmsTemplates } from './delivery/templates.js';
+import type { Caller } from '../keys/service.js';
+import type { KeySites } from '../keys/sites.repository.js';
+import { UnknownTemplateError } from './delivery/templates.js';
+import { type SmsTemplates } from './delivery/templates.repository.js';
 import {
   boundedText,
   interpretHeaders,

@@ -1,4 +1,4 @@
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import { hasFeature } from '../keys/roles.js';
 import type { MailPayload } from './worker.js';
 

@@ -1,5 +1,5 @@
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import type { ScoreInput } from './score.js';
 
 /** The per-IP aggregate, maintained on write: a lookup never scans the reports. */

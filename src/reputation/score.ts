@@ -1,3 +1,5 @@
+import type { IpAggregate } from './repository.js';
+
 /**
  * The abuse confidence score (0-100), as published in the description of GET /check and in
  * docs/scoring.md. Pure: everything it needs is in the per-IP aggregate and the current time.
@@ -168,4 +170,21 @@ export function computeScore(input: ScoreInput, now: Date): Score {
       positiveFeedbackCount: input.positiveFeedback,
     },
   };
+}
+
+/** The score of an address from its aggregate: the one way lookups, reports and the blacklist score. */
+export function scoreAggregate(aggregate: IpAggregate, now: Date): Score {
+  return computeScore(
+    {
+      reportCount: aggregate.totalReports,
+      uniqueReporters: aggregate.uniqueReporters,
+      honeypotReports: aggregate.honeypotReports,
+      decaySum: aggregate.decaySum,
+      lastReportedAt: aggregate.lastReportedAt,
+      maxSeverity: aggregate.maxSeverity,
+      whitelisted: aggregate.whitelisted,
+      positiveFeedback: aggregate.positiveFeedback,
+    },
+    now,
+  );
 }

@@ -1,15 +1,15 @@
 import { parse } from 'csv-parse/sync';
 import type { Clock } from '../clock.js';
 import type { Queryable, Read } from '../db/pool.js';
-import type { CategoryService } from '../categories/categories.js';
+import type { CategoryService } from '../categories/service.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { DomainError, sentence, unprocessable, within } from '../errors.js';
-import type { Caller } from '../keys/keys.js';
+import type { Caller } from '../keys/service.js';
 import type { Charge, Meter } from '../keys/usage.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
-import { computeScore, confidenceScorer, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
+import { confidenceScorer, scoreAggregate, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 
 export const COMMENT_MAX = 1024;
@@ -86,22 +86,6 @@ export function categoryIds(input: unknown): number[] {
   return ids;
 }
 
-/** The score of an address from its aggregate: the one way lookups, reports and the blacklist score. */
-export function scoreAggregate(aggregate: IpAggregate, now: Date): Score {
-  return computeScore(
-    {
-      reportCount: aggregate.totalReports,
-      uniqueReporters: aggregate.uniqueReporters,
-      honeypotReports: aggregate.honeypotReports,
-      decaySum: aggregate.decaySum,
-      lastReportedAt: aggregate.lastReportedAt,
-      maxSeverity: aggregate.maxSeverity,
-      whitelisted: aggregate.whitelisted,
-      positiveFeedback: aggregate.positiveFeedback,
-    },
-    now,
-  );
-}
 
 const toView = (r: ReportRecord): ReportView => ({
   id: r.id,

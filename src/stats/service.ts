@@ -1,5 +1,5 @@
-import type { BlacklistSnapshots } from '../blacklist/snapshots.js';
-import { CUSTOM_ID_MAX, type CategoryService } from '../categories/categories.js';
+import type { BlacklistSnapshots } from '../blacklist/repository.js';
+import { CUSTOM_ID_MAX, type CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
 import type { StatsRepository } from './repository.js';
 import { sentence, unprocessable, within } from '../errors.js';

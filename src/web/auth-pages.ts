@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { AccountError, EMAIL_MAX, type SignInResult } from '../account/accounts.js';
 import { PASSWORD_MAX } from '../account/passwords.js';
-import type { AuthAction, ThrottleVerdict } from '../account/throttle.js';
+import type { AuthAction, ThrottleVerdict } from '../account/throttle.repository.js';
 import { sourceIp } from '../http/metering.js';
 import { endSession, field, localPath, pageContext, startSession, type WebDeps } from './context.js';
 

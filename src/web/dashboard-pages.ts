@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
 import { AccountError } from '../account/accounts.js';
 import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../account/audit.js';
-import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
+import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.repository.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
-import { KEY_NAME_MAX, KeyError, KeyLimitError } from '../keys/keys.js';
+import { KEY_NAME_MAX, KeyError, KeyLimitError } from '../keys/service.js';
 import { CheckoutPending } from '../payments/stripe.js';
-import { BundleError } from '../relay/ledger.js';
+import { BundleError } from '../relay/ledger.repository.js';
 import { field, pageContext, type WebDeps } from './context.js';
 
 const KEY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/categories.js';
+import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/service.js';
 import { generateSigningKey } from '../../src/rules/rulesets.js';
 import { hiveDomainNotice, hiveTierAtLeast, hiveTierFromRole, phpFormEncode, wpJsonEncode, wpSanitizeEmail } from '../support/clients.js';
 import { rawCall, type CallResult } from '../support/http.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/categories.js';
+import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/service.js';
 import { phpFormEncode } from '../support/clients.js';
 import { rawCall, type CallResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';

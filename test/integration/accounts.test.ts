@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountService, accountSettings } from '../../src/account/accounts.js';
 import { AccountMailer } from '../../src/account/mailer.js';
 import { purgeAccounts } from '../../src/account/purge-job.js';
-import { Sessions } from '../../src/account/sessions.js';
+import { Sessions } from '../../src/account/sessions.repository.js';
 import { loadConfig } from '../../src/config.js';
 import { call } from '../support/http.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';
@@ -207,7 +207,7 @@ describe('the audit trail of a Business account', () => {
     await web.get('/account');
     const key = (await generateKey(web, '=HYPERLINK("http://evil.example")')).key!;
     await s.pool.query("insert into bundle_ledger (account_id, channel, kind, amount, bundle_id, event_id, created_at) values ($1, 'mail', 'purchase', 1000, 'svc_mail_bundle_1000', 'evt_x', now())", [accountId]);
-    const { BundleLedger } = await import('../../src/relay/ledger.js');
+    const { BundleLedger } = await import('../../src/relay/ledger.repository.js');
     await new BundleLedger(s.pool, s.clock).manual('purchase', accountId, 'svc_sms_bundle_50');
     const sent = await call(s.origin, '/api/v2/relay-mail', { key, json: { recipient: 'user@example.com', subject: 'Code', body_text: '123456', site_url: 'https://shop.example.com/login' } });
     expect(sent.status).toBe(200);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { BlacklistJob } from '../../src/jobs/blacklist-job.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';

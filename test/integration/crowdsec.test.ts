@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
-import { Whitelist } from '../../src/reputation/whitelist.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
+import { Whitelist } from '../../src/reputation/whitelist.repository.js';
 import { expectSchema } from '../support/contract.js';
 import { bouncersOf } from '../support/crowdsec.js';
 import { call } from '../support/http.js';

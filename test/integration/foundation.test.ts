@@ -133,7 +133,7 @@ describe('GET /verify-key', () => {
     const key = await s.createKey('free');
     const before = await raw('/api/v2/verify-key', { headers: { 'X-Key': key.key } });
     expect(before.status).toBe(200);
-    const { KeyService } = await import('../../src/keys/keys.js');
+    const { KeyService } = await import('../../src/keys/service.js');
     expect(await new KeyService(s.orm.em).revoke(key.keyId, new Date())).toBe(true);
     const after = await raw('/api/v2/verify-key', { headers: { 'X-Key': key.key } });
     expect(after.status).toBe(401);
@@ -244,7 +244,7 @@ describe('key lookups cached for KEY_CACHE_SECONDS', () => {
       const get = (server: typeof cached) => fetch(`${server.base}/verify-key`, { headers: { 'X-Key': key.key } });
       expect((await get(cached)).status).toBe(200);
       expect((await get(sibling)).status).toBe(200);
-      const { KeyService } = await import('../../src/keys/keys.js');
+      const { KeyService } = await import('../../src/keys/service.js');
       await new KeyService(cached.orm.em).revoke(key.keyId, new Date());
       cached.clock.advance(9_000);
       expect((await get(cached)).status).toBe(200); // still trusted inside the cache time

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BundleLedger, bundleBalance } from '../../src/relay/ledger.js';
+import { BundleLedger, bundleBalance } from '../../src/relay/ledger.repository.js';
 import { sign } from '../../src/relay/payments.js';
 import { call } from '../support/http.js';
 import { eventually, startSmsProvider, startSmtp } from '../support/relay-fakes.js';

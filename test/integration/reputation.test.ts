@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Whitelist } from '../../src/reputation/whitelist.js';
+import { Whitelist } from '../../src/reputation/whitelist.repository.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeAccounts } from '../../src/account/purge-job.js';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { unboundedMigrations } from '../../src/db/orm.js';
 import { UNBOUNDED } from '../../src/db/pool.js';
 import { startTestServer, type TestServer } from '../support/server.js';

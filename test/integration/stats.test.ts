@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
-import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/categories.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
+import { CATALOGUE_TTL_MS, CategoryService } from '../../src/categories/service.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

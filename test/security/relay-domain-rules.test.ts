@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { DomainError } from '../../src/errors.js';
-import type { Caller } from '../../src/keys/keys.js';
-import { KeySites } from '../../src/keys/sites.js';
-import { SmsTemplates } from '../../src/relay/delivery/templates.js';
+import type { Caller } from '../../src/keys/service.js';
+import { KeySites } from '../../src/keys/sites.repository.js';
+import { SmsTemplates } from '../../src/relay/delivery/templates.repository.js';
 import { MESSAGE_LIMITS } from '../../src/relay/message-rules.js';
 import type { RelayQueue } from '../../src/relay/queue.js';
 import { RelayRepository } from '../../src/relay/repository.js';

@@ -1,4 +1,4 @@
-import { CategoryService } from '../../src/categories/categories.js';
+import { CategoryService } from '../../src/categories/service.js';
 import { Bouncers } from '../../src/crowdsec/bouncers.js';
 import { BouncerRepository } from '../../src/crowdsec/repository.js';
 import type { TestServer } from './server.js';

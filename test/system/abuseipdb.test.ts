@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/openapi.js';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { expectSchema } from '../support/contract.js';
 import { fail2banAbuseipdbBan, FAIL2BAN_NEEDS } from '../support/fail2ban.js';
 import { call } from '../support/http.js';

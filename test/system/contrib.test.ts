@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { projectRoot } from '../../src/openapi.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { missingTools, requireTools } from '../support/tools.js';

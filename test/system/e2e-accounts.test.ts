@@ -3,7 +3,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { CHROMIUM, launchChromium } from '../support/browser.js';
 import { call } from '../support/http.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';

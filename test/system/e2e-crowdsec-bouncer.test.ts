@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
-import { Whitelist } from '../../src/reputation/whitelist.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
+import { Whitelist } from '../../src/reputation/whitelist.repository.js';
 import { bouncersOf } from '../support/crowdsec.js';
 import { call } from '../support/http.js';
 import { reportFromAccounts } from '../support/reports.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blacklistSnapshots } from '../../src/blacklist/snapshots.js';
+import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { bouncersOf } from '../support/crowdsec.js';
 import { call, rawCall } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';

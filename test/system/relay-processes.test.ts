@@ -5,7 +5,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { KeyService } from '../../src/keys/keys.js';
+import { KeyService } from '../../src/keys/service.js';
 import { startBalancer } from '../support/balancer.js';
 import { createTestDatabase } from '../support/database.js';
 import { serverProcesses } from '../support/processes.js';

@@ -8,7 +8,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { KeyService } from '../../src/keys/keys.js';
+import { KeyService } from '../../src/keys/service.js';
 import { projectRoot } from '../../src/openapi.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';

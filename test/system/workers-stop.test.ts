@@ -6,7 +6,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { KeyService } from '../../src/keys/keys.js';
+import { KeyService } from '../../src/keys/service.js';
 import { projectRoot } from '../../src/openapi.js';
 import { SAME_SIGNAL_MS } from '../../src/process.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';

@@ -10,7 +10,8 @@ import { createSmsProvider } from '../../src/relay/delivery/sms.js';
 import { ManualClock } from '../../src/clock.js';
 import type { Queryable } from '../../src/db/pool.js';
 import { BUILTIN_SMS_TEMPLATES } from '../../src/db/migrations/Migration20261123010000FieldClients.js';
-import { SmsTemplates, UnknownTemplateError, type SmsTemplateVars } from '../../src/relay/delivery/templates.js';
+import { UnknownTemplateError, type SmsTemplateVars } from '../../src/relay/delivery/templates.js';
+import { SmsTemplates } from '../../src/relay/delivery/templates.repository.js';
 
 interface ReceivedMail {
   mailFrom: string;

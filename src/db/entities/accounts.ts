@@ -20,12 +20,14 @@ export interface WebSession {
   flash: Buffer | null;
 }
 
+export const TOKEN_PURPOSES = ['verify', 'reset'] as const;
+
 /** A one-time link: address verification or password reset. */
 export interface AccountToken {
   [PrimaryKeyProp]?: 'tokenHash';
   tokenHash: Buffer;
   account: Account;
-  purpose: 'verify' | 'reset';
+  purpose: (typeof TOKEN_PURPOSES)[number];
   createdAt: Date;
   expiresAt: Date;
   usedAt: Date | null;
@@ -76,9 +78,13 @@ export interface WebSecret {
 export const WebSessionEntity = new EntitySchema<WebSession>({
   name: 'WebSession',
   tableName: 'web_sessions',
+  indexes: [
+    { name: 'web_sessions_account_idx', properties: ['account'] },
+    { name: 'web_sessions_expires_idx', properties: ['expiresAt'] },
+  ],
   properties: {
     idHash: { type: 'Buffer', columnType: 'bytea', fieldName: 'id_hash', primary: true },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
     createdAt: { type: 'Date', fieldName: 'created_at' },
     lastSeenAt: { type: 'Date', fieldName: 'last_seen_at' },
     expiresAt: { type: 'Date', fieldName: 'expires_at' },
@@ -91,10 +97,14 @@ export const WebSessionEntity = new EntitySchema<WebSession>({
 export const AccountTokenEntity = new EntitySchema<AccountToken>({
   name: 'AccountToken',
   tableName: 'account_tokens',
+  indexes: [
+    { name: 'account_tokens_account_idx', properties: ['account', 'purpose'] },
+    { name: 'account_tokens_expires_idx', properties: ['expiresAt'] },
+  ],
   properties: {
     tokenHash: { type: 'Buffer', columnType: 'bytea', fieldName: 'token_hash', primary: true },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
-    purpose: { type: 'text' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
+    purpose: { type: 'text', enum: true, items: [...TOKEN_PURPOSES] },
     createdAt: { type: 'Date', fieldName: 'created_at' },
     expiresAt: { type: 'Date', fieldName: 'expires_at' },
     usedAt: { type: 'Date', fieldName: 'used_at', nullable: true },
@@ -110,7 +120,7 @@ export const InviteEntity = new EntitySchema<Invite>({
     createdAt: { type: 'Date', fieldName: 'created_at' },
     expiresAt: { type: 'Date', fieldName: 'expires_at' },
     usedAt: { type: 'Date', fieldName: 'used_at', nullable: true },
-    usedBy: { kind: 'm:1', entity: 'Account', fieldName: 'used_by', nullable: true, deleteRule: 'set null' },
+    usedBy: { kind: 'm:1', entity: 'Account', fieldName: 'used_by', nullable: true, deleteRule: 'set null', updateRule: 'no action' },
   },
 });
 
@@ -127,9 +137,13 @@ export const AuthThrottleWindowEntity = new EntitySchema<AuthThrottleWindow>({
 export const AuditEventEntity = new EntitySchema<AuditEvent>({
   name: 'AuditEvent',
   tableName: 'audit_events',
+  indexes: [
+    { name: 'audit_events_account_at_idx', expression: "CREATE INDEX audit_events_account_at_idx ON audit_events USING btree (account_id, at DESC)" },
+    { name: 'audit_events_at_idx', properties: ['at'] },
+  ],
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
     at: { type: 'Date' },
     kind: { type: 'text' },
     actor: { type: 'text', default: '' },

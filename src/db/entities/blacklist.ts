@@ -50,7 +50,7 @@ export const BlacklistSnapshotEntity = new EntitySchema<BlacklistSnapshot>({
   name: 'BlacklistSnapshot',
   tableName: 'blacklist_snapshots',
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true },
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
     generatedAt: { type: 'Date', fieldName: 'generated_at' },
     checkedAt: { type: 'Date', fieldName: 'checked_at' },
     contentHash: { type: 'text', fieldName: 'content_hash' },
@@ -63,8 +63,12 @@ export const BlacklistSnapshotEntity = new EntitySchema<BlacklistSnapshot>({
 export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
   name: 'BlacklistEntry',
   tableName: 'blacklist_entries',
+  indexes: [
+    { name: 'blacklist_entries_address_idx', expression: "CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (snapshot_id, ((ip)::inet))" },
+    { name: 'blacklist_entries_refresh_idx', properties: ['snapshot', 'refreshPhase'] },
+  ],
   properties: {
-    snapshot: { kind: 'm:1', entity: () => BlacklistSnapshotEntity, fieldName: 'snapshot_id', primary: true, deleteRule: 'cascade' },
+    snapshot: { kind: 'm:1', entity: () => BlacklistSnapshotEntity, fieldName: 'snapshot_id', primary: true, deleteRule: 'cascade', updateRule: 'no action' },
     position: { type: 'integer', primary: true },
     ip: { type: 'text' },
     score: { type: 'smallint' },
@@ -79,8 +83,12 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
 export const BouncerEntity = new EntitySchema<Bouncer>({
   name: 'Bouncer',
   tableName: 'bouncers',
+  checks: [
+    { name: 'bouncers_confidence_minimum_check', expression: "((confidence_minimum >= 0) AND (confidence_minimum <= 100))" },
+    { name: 'bouncers_entry_limit_check', expression: "(entry_limit > 0)" },
+  ],
   properties: {
-    id: { type: 'integer', primary: true, autoincrement: true },
+    id: { type: 'integer', primary: true, autoincrement: true, generated: 'identity' },
     name: { type: 'text', unique: true },
     keyHash: { type: 'Buffer', columnType: 'bytea', fieldName: 'key_hash', unique: true },
     keyPrefix: { type: 'text', fieldName: 'key_prefix' },

@@ -17,7 +17,7 @@ export const SiteNotificationConfigEntity = new EntitySchema<SiteNotificationCon
   name: 'SiteNotificationConfig',
   tableName: 'notification_configs',
   properties: {
-    key: { kind: 'm:1', entity: 'ApiKey', fieldName: 'key_id', primary: true, deleteRule: 'cascade' },
+    key: { kind: 'm:1', entity: 'ApiKey', fieldName: 'key_id', primary: true, deleteRule: 'cascade', updateRule: 'no action' },
     site: { type: 'text', primary: true },
     siteUrl: { type: 'text', fieldName: 'site_url' },
     recipients: { type: 'string[]', columnType: 'text[]' },

@@ -2,8 +2,12 @@ import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 import type { Account } from '../entities.js';
 import { bigintNumber } from './types.js';
 
-export type RelayChannel = 'mail' | 'sms';
-export type RelayStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'undelivered' | 'failed';
+export const RELAY_CHANNELS = ['mail', 'sms'] as const;
+export type RelayChannel = (typeof RELAY_CHANNELS)[number];
+export const RELAY_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'undelivered', 'failed'] as const;
+export type RelayStatus = (typeof RELAY_STATUSES)[number];
+export const FUNDED_BY = ['inclusive', 'bundle'] as const;
+export const LEDGER_KINDS = ['purchase', 'consumption', 'refund', 'release', 'dispute', 'dispute_won'] as const;
 
 /** Every accepted send, with its delivery state; the job queue itself is pg-boss's. */
 export interface RelayMessage {
@@ -12,7 +16,7 @@ export interface RelayMessage {
   account: Account;
   channel: RelayChannel;
   periodStart: Date;
-  fundedBy: 'inclusive' | 'bundle';
+  fundedBy: (typeof FUNDED_BY)[number];
   status: RelayStatus;
   recipient: string;
   siteUrl: string;
@@ -53,7 +57,7 @@ export interface BundleLedgerEntry {
   id: number;
   account: Account;
   channel: RelayChannel;
-  kind: 'purchase' | 'consumption' | 'refund' | 'release' | 'dispute' | 'dispute_won';
+  kind: (typeof LEDGER_KINDS)[number];
   amount: number;
   bundleId: string | null;
   /** The payment provider's event, once: a repeated event credits nothing. */
@@ -113,13 +117,25 @@ export interface SmsTemplate {
 export const RelayMessageEntity = new EntitySchema<RelayMessage>({
   name: 'RelayMessage',
   tableName: 'relay_messages',
+  indexes: [
+    { name: 'relay_messages_account_created_idx', expression: "CREATE INDEX relay_messages_account_created_idx ON relay_messages USING btree (account_id, created_at DESC)" },
+    { name: 'relay_messages_account_day_idx', expression: "CREATE INDEX relay_messages_account_day_idx ON relay_messages USING btree (account_id, created_at) INCLUDE (site, key_id)" },
+    { name: 'relay_messages_account_period_idx', properties: ['account', 'channel', 'periodStart', 'status'] },
+    { name: 'relay_messages_payload_kept_idx', expression: "CREATE INDEX relay_messages_payload_kept_idx ON relay_messages USING btree (finished_at) WHERE ((payload IS NOT NULL) AND (status = ANY (ARRAY['sent'::text, 'delivered'::text, 'undelivered'::text, 'failed'::text])))" },
+    { name: 'relay_messages_pending_idx', expression: "CREATE INDEX relay_messages_pending_idx ON relay_messages USING btree (channel, created_at) WHERE (status = ANY (ARRAY['queued'::text, 'sending'::text]))" },
+    { name: 'relay_messages_provider_id_idx', expression: "CREATE INDEX relay_messages_provider_id_idx ON relay_messages USING btree (provider, provider_id) WHERE (provider_id IS NOT NULL)" },
+    { name: 'relay_messages_recipient_idx', expression: "CREATE INDEX relay_messages_recipient_idx ON relay_messages USING btree (recipient, created_at DESC)" },
+  ],
+  checks: [
+    { name: 'relay_messages_payload_check', expression: "((payload IS NOT NULL) OR (status = ANY (ARRAY['sent'::text, 'delivered'::text, 'undelivered'::text, 'failed'::text])))" },
+  ],
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
-    channel: { type: 'text' },
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
+    channel: { type: 'text', enum: true, items: [...RELAY_CHANNELS] },
     periodStart: { type: 'Date', fieldName: 'period_start' },
-    fundedBy: { type: 'text', fieldName: 'funded_by' },
-    status: { type: 'text', default: 'queued' },
+    fundedBy: { type: 'text', fieldName: 'funded_by', enum: true, items: [...FUNDED_BY] },
+    status: { type: 'text', default: 'queued', enum: true, items: [...RELAY_STATUSES] },
     recipient: { type: 'text' },
     siteUrl: { type: 'text', fieldName: 'site_url', default: '' },
     payload: { type: 'json', nullable: true },
@@ -141,9 +157,12 @@ export const RelayMessageEntity = new EntitySchema<RelayMessage>({
 export const RelayUsageEntity = new EntitySchema<RelayUsage>({
   name: 'RelayUsage',
   tableName: 'relay_usage',
+  checks: [
+    { name: 'relay_usage_inclusive_used_check', expression: "(inclusive_used >= 0)" },
+  ],
   properties: {
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', primary: true, deleteRule: 'cascade' },
-    channel: { type: 'text', primary: true },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', primary: true, deleteRule: 'cascade', updateRule: 'no action' },
+    channel: { type: 'text', primary: true, enum: true, items: [...RELAY_CHANNELS] },
     periodStart: { type: 'Date', fieldName: 'period_start', primary: true },
     inclusiveUsed: { type: 'integer', fieldName: 'inclusive_used', default: 0 },
   },
@@ -152,11 +171,14 @@ export const RelayUsageEntity = new EntitySchema<RelayUsage>({
 export const BundleLedgerEntryEntity = new EntitySchema<BundleLedgerEntry>({
   name: 'BundleLedgerEntry',
   tableName: 'bundle_ledger',
+  indexes: [
+    { name: 'bundle_ledger_account_idx', properties: ['account', 'channel'] },
+  ],
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
-    channel: { type: 'text' },
-    kind: { type: 'text' },
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
+    channel: { type: 'text', enum: true, items: [...RELAY_CHANNELS] },
+    kind: { type: 'text', enum: true, items: [...LEDGER_KINDS] },
     amount: { type: 'integer' },
     bundleId: { type: 'text', fieldName: 'bundle_id', nullable: true },
     eventId: { type: 'text', fieldName: 'event_id', nullable: true, unique: true },
@@ -168,6 +190,9 @@ export const BundleLedgerEntryEntity = new EntitySchema<BundleLedgerEntry>({
 export const BundlePurchaseEntity = new EntitySchema<BundlePurchase>({
   name: 'BundlePurchase',
   tableName: 'bundle_purchases',
+  indexes: [
+    { name: 'bundle_purchases_account_idx', expression: "CREATE INDEX bundle_purchases_account_idx ON bundle_purchases USING btree (account_id, created_at DESC)" },
+  ],
   properties: {
     purchaseRef: { type: 'text', fieldName: 'purchase_ref', primary: true },
     paymentRef: { type: 'text', fieldName: 'payment_ref', nullable: true, unique: true },
@@ -188,7 +213,7 @@ export const CheckoutSessionEntity = new EntitySchema<CheckoutSession>({
   name: 'CheckoutSession',
   tableName: 'checkout_sessions',
   properties: {
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', primary: true, deleteRule: 'cascade' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', primary: true, deleteRule: 'cascade', updateRule: 'no action' },
     bundleId: { type: 'text', fieldName: 'bundle_id', primary: true },
     claim: { type: 'uuid', nullable: true },
     sessionId: { type: 'text', fieldName: 'session_id', nullable: true, unique: true },
@@ -201,6 +226,11 @@ export const CheckoutSessionEntity = new EntitySchema<CheckoutSession>({
 export const SmsTemplateEntity = new EntitySchema<SmsTemplate>({
   name: 'SmsTemplate',
   tableName: 'sms_templates',
+  checks: [
+    { name: 'sms_templates_body_check', expression: "((length(body) <= 480) AND (body ~~ '%{code}%'::text))" },
+    { name: 'sms_templates_code_check', expression: "(code ~ '^[a-z0-9_]{1,40}$'::text)" },
+    { name: 'sms_templates_lang_check', expression: "(lang ~ '^[a-z]{2}$'::text)" },
+  ],
   properties: {
     code: { type: 'text', primary: true },
     lang: { type: 'text', primary: true },

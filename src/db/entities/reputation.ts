@@ -71,10 +71,15 @@ export interface WhitelistRange {
 export const ReportEntity = new EntitySchema<Report>({
   name: 'Report',
   tableName: 'reports',
+  indexes: [
+    { name: 'reports_account_ip_reported_at_idx', expression: "CREATE INDEX reports_account_ip_reported_at_idx ON reports USING btree (account_id, ip, reported_at DESC)" },
+    { name: 'reports_account_reported_at_idx', expression: "CREATE INDEX reports_account_reported_at_idx ON reports USING btree (account_id, reported_at DESC)" },
+    { name: 'reports_ip_reported_at_idx', expression: "CREATE INDEX reports_ip_reported_at_idx ON reports USING btree (ip, reported_at DESC, id DESC)" },
+  ],
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true },
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
     ip: { type: 'text' },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
     reporterRole: { type: 'text', fieldName: 'reporter_role' },
     categories: { type: numberArray(), columnType: 'smallint[]' },
     comment: { type: 'text', default: '' },
@@ -87,6 +92,12 @@ export const ReportEntity = new EntitySchema<Report>({
 export const IpStatsEntity = new EntitySchema<IpStats>({
   name: 'IpStats',
   tableName: 'ip_stats',
+  indexes: [
+    { name: 'ip_stats_address_idx', expression: "CREATE INDEX ip_stats_address_idx ON ip_stats USING btree (((ip)::inet))" },
+    { name: 'ip_stats_asn_idx', expression: "CREATE INDEX ip_stats_asn_idx ON ip_stats USING btree (asn, total_reports DESC)" },
+    { name: 'ip_stats_country_idx', expression: "CREATE INDEX ip_stats_country_idx ON ip_stats USING btree (country_code, total_reports DESC)" },
+    { name: 'ip_stats_ip_prefix_idx', expression: "CREATE INDEX ip_stats_ip_prefix_idx ON ip_stats USING btree (ip text_pattern_ops)" },
+  ],
   properties: {
     ip: { type: 'text', primary: true },
     totalReports: { type: 'integer', fieldName: 'total_reports' },
@@ -119,9 +130,9 @@ export const IpFeedbackEntity = new EntitySchema<IpFeedback>({
   tableName: 'ip_feedback',
   uniques: [{ properties: ['ip', 'account'] }],
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true },
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
     ip: { type: 'text' },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
     keyId: { type: 'uuid', fieldName: 'key_id', nullable: true },
     reason: { type: 'text', default: '' },
     createdAt: { type: 'Date', fieldName: 'created_at' },
@@ -132,6 +143,9 @@ export const IpFeedbackEntity = new EntitySchema<IpFeedback>({
 export const WhitelistRangeEntity = new EntitySchema<WhitelistRange>({
   name: 'WhitelistRange',
   tableName: 'whitelist',
+  indexes: [
+    { name: 'whitelist_range_idx', expression: "CREATE INDEX whitelist_range_idx ON whitelist USING gist (range inet_ops)" },
+  ],
   properties: {
     range: { type: 'string', columnType: 'cidr', primary: true },
     note: { type: 'text', default: '' },

@@ -55,6 +55,9 @@ export interface ConnectionsHour {
 export const ActivityHourEntity = new EntitySchema<ActivityHour>({
   name: 'ActivityHour',
   tableName: 'activity_hourly',
+  indexes: [
+    { name: 'activity_hourly_category_hour_idx', expression: "CREATE INDEX activity_hourly_category_hour_idx ON activity_hourly USING btree (category, hour) INCLUDE (reports, new_ips)" },
+  ],
   properties: {
     hour: { type: 'Date', primary: true },
     category: { type: 'smallint', primary: true },

@@ -1,13 +1,14 @@
 import type { Clock } from '../clock.js';
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import type { Pool } from '../db/pool.js';
-import type { Caller } from '../keys/keys.js';
+import type { Caller } from '../keys/service.js';
 import { dailyLimit, hasFeature, sitesPerDay } from '../keys/roles.js';
 import { firstShownSiteDay } from '../keys/sites.js';
 import type { UsageReader } from '../keys/usage.js';
 import { relayTierOf } from '../relay/policy.js';
 import type { RelayService } from '../relay/service.js';
-import type { AuditRow, AuditTrail } from './audit.js';
+import type { AuditRow } from './audit.js';
+import type { AuditTrail } from './audit.repository.js';
 
 export interface AccountRow {
   id: number;

@@ -1,11 +1,12 @@
 import type { QueryResultRow } from 'pg';
 import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
+import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { silentProgress, type Progress } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
-import { scoreAggregate } from '../reputation/service.js';
-import { BLACKLIST_CATEGORIES } from './categories.js';
+import { scoreAggregate } from '../reputation/score.js';
+import { BLACKLIST_CATEGORIES } from './groups.js';
 
 /** Any stable 64-bit number: the lock that lets one process at a time regenerate on schedule. */
 const REGENERATION_LOCK = 7_260_112_005;
@@ -67,7 +68,7 @@ const ISO_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH2
 /** AbuseIPDB writes times with an offset: `2026-11-20T13:58:41+00:00`. */
 const OFFSET_TIME = `to_char(last_reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 /** Each line shape as an SQL expression over an entry. */
-export const LINE_SQL: Record<LineShape, string> = {
+const LINE_SQL: Record<LineShape, string> = {
   txt: 'ip',
   csv: `ip || ',' || score || ',' || ${ISO_TIME} || ',' || total_reports || ',' || array_to_string(categories, '|')`,
   json: `json_build_object('ip', ip, 'ipAddress', ip, 'abuseConfidencePercentage', score, 'lastReportedAt', ${ISO_TIME})::text`,
@@ -98,9 +99,28 @@ export interface Selection {
   cutoff: number;
 }
 
-/** What a query reads of each entry (SQL expressions with their names) and in which order. */
-export interface Columns {
-  select: string;
+/**
+ * What a read of entries returns, by name: the repository owns the SQL of each, and the rows are
+ * typed by the entity's properties. `ip`: the address alone; `decision`: what a CrowdSec
+ * decision is made of; `csvLine`/`jsonLine`: a delta's line in the list's format, with its address.
+ */
+const ENTRY_COLUMNS = {
+  ip: 'e.ip',
+  decision: 'e.ip, e.categories, e.refresh_phase as "refreshPhase"',
+  csvLine: `${LINE_SQL.csv} as line, e.ip`,
+  jsonLine: `${LINE_SQL.json} as line, e.ip`,
+} as const;
+export interface EntryRows {
+  ip: Pick<BlacklistEntry, 'ip'>;
+  decision: Pick<BlacklistEntry, 'ip' | 'categories' | 'refreshPhase'>;
+  csvLine: Pick<BlacklistEntry, 'ip'> & { line: string };
+  jsonLine: Pick<BlacklistEntry, 'ip'> & { line: string };
+}
+export type EntryColumns = keyof EntryRows;
+
+/** What a query reads of each entry, and in which order. */
+export interface Columns<K extends EntryColumns = EntryColumns> {
+  select: K;
   /** `list`: by position; `address`: IPv4 before IPv6, each ascending. */
   order?: 'list' | 'address';
 }
@@ -253,20 +273,21 @@ export class BlacklistSnapshots {
 
   /**
    * The entries of a list, read through a cursor (a large list never sits in memory whole).
-   * `columns` are SQL expressions over the entry (alias `e`): PostgreSQL writes each entry in
+   * `columns` names one of ENTRY_COLUMNS, SQL expressions over the entry (alias `e`): PostgreSQL writes each entry in
    * its final form where it can, and the process only joins text.
    */
-  stream<T>(selection: Selection, columns: Columns): Promise<Streamed<T>> {
-    const where = selectionSql(selection, 1);
-    return this.cursor<T>(
-      `select ${columns.select} from blacklist_entries e where ${where.sql} order by e.${ORDER[columns.order ?? 'list']}`,
-      where.values,
-    );
+  stream<K extends EntryColumns>(selection: Selection, columns: Columns<K>): Promise<Streamed<EntryRows[K]>> {
+    return this.streamColumns(selection, ENTRY_COLUMNS[columns.select], columns.order);
   }
 
   /** The entries of a list written in one of the line shapes of the list formats. */
   lines(selection: Selection, shape: LineShape, order: Columns['order'] = 'list'): Promise<Streamed<{ line: string }>> {
-    return this.stream(selection, { select: `${LINE_SQL[shape]} as line`, order });
+    return this.streamColumns(selection, `${LINE_SQL[shape]} as line`, order);
+  }
+
+  private streamColumns<T>(selection: Selection, columns: string, order: Columns['order'] = 'list'): Promise<Streamed<T>> {
+    const where = selectionSql(selection, 1);
+    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values);
   }
 
   /**
@@ -274,12 +295,12 @@ export class BlacklistSnapshots {
    * `change` `removed` (as it was) or `added` (as it is), removals first. Entries on both are
    * left out, whatever their score did.
    */
-  changes<T>(from: Selection, to: Selection, columns: Columns): Promise<Streamed<T & { change: 'added' | 'removed' }>> {
+  changes<K extends EntryColumns>(from: Selection, to: Selection, columns: Columns<K>): Promise<Streamed<EntryRows[K] & { change: 'added' | 'removed' }>> {
     const a = selectionSql(from, 1);
     const b = selectionSql(to, 1 + a.values.length);
     return this.cursor(
-      `with a as (select ${columns.select}, e.ip as key_ip from blacklist_entries e where ${a.sql}),
-            b as (select ${columns.select}, e.ip as key_ip from blacklist_entries e where ${b.sql})
+      `with a as (select ${ENTRY_COLUMNS[columns.select]}, e.ip as key_ip from blacklist_entries e where ${a.sql}),
+            b as (select ${ENTRY_COLUMNS[columns.select]}, e.ip as key_ip from blacklist_entries e where ${b.sql})
        select 'removed' as change, a.* from a where not exists (select 1 from b where b.key_ip = a.key_ip)
        union all
        select 'added' as change, b.* from b where not exists (select 1 from a where a.key_ip = b.key_ip)
@@ -292,7 +313,7 @@ export class BlacklistSnapshots {
    * Entries of a list whose refresh phase falls in `phases` (the renewals of a bouncer's pull),
    * and, with `base`, that were on that earlier list too (new ones are sent as added anyway).
    */
-  renewals<T>(selection: Selection, phases: PhaseRanges, columns: Columns, base?: Selection): Promise<Streamed<T>> {
+  renewals<K extends EntryColumns>(selection: Selection, phases: PhaseRanges, columns: Columns<K>, base?: Selection): Promise<Streamed<EntryRows[K]>> {
     const where = selectionSql(selection, 1);
     const values = [...where.values];
     const ranges = phases.map(([lo, hi]) => {
@@ -306,7 +327,7 @@ export class BlacklistSnapshots {
       onBase = ` and exists (select 1 from blacklist_entries p where ${earlier.sql} and p.ip::inet = e.ip::inet and p.ip = e.ip)`;
     }
     return this.cursor(
-      `select ${columns.select} from blacklist_entries e
+      `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
         where ${where.sql} and (${ranges.join(' or ') || 'false'})${onBase}
         order by e.position`,
       values,
@@ -314,10 +335,10 @@ export class BlacklistSnapshots {
   }
 
   /** Entries of a list whose address lies in `first`..`last` (one address: both the same). */
-  async within<T>(selection: Selection, first: string, last: string, columns: Columns): Promise<T[]> {
+  async within<K extends EntryColumns>(selection: Selection, first: string, last: string, columns: Columns<K>): Promise<EntryRows[K][]> {
     const where = selectionSql(selection, 3);
-    const { rows } = await this.pool.query<T & QueryResultRow>(
-      `select ${columns.select} from blacklist_entries e
+    const { rows } = await this.pool.query<EntryRows[K] & QueryResultRow>(
+      `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
         where ${where.sql} and e.ip::inet between $1::inet and $2::inet
         order by e.${ORDER[columns.order ?? 'list']}`,
       [first, last, ...where.values],

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import type { Role } from '../db/entities.js';
+import type { Role } from '../keys/roles.js';
 import { BUNDLES, bundleOf, relayTierOf, type Channel } from './policy.js';
-import { recordAudit, type Actor } from '../account/audit.js';
+import { type Actor } from '../account/audit.js';
+import { recordAudit } from '../account/audit.repository.js';
 
 export class BundleError extends Error {
   constructor(

@@ -2,9 +2,9 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
-import { AccountEntity, ApiKeyEntity, ROLES, type Role } from '../db/entities.js';
-import { LICENCES, ROLE_POLICIES } from './roles.js';
-import { AUDIT_INSERT, auditValues, recordAudit, type Actor } from '../account/audit.js';
+import { LICENCES, ROLE_POLICIES, ROLES, type Role } from './roles.js';
+import type { Actor } from '../account/audit.js';
+import { findKeyByHash, KeyRepository } from './repository.js';
 import { isPrintableLine, withoutUnprintable } from '../text.js';
 
 /**
@@ -100,10 +100,14 @@ export function checkLicences(role: Role, licences: number | undefined): number 
 const licensedRoles = () => ROLES.filter((r) => ROLE_POLICIES[r].licensed).join(', ');
 
 export class KeyService {
+  private readonly keys: KeyRepository;
+
   constructor(
-    private readonly em: EntityManager,
+    em: EntityManager,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.keys = new KeyRepository(em);
+  }
 
   /** Creates an account with one key, or a further key for an existing account. */
   /** `audit`: who made the key, for the account's audit trail (the CLI unless said otherwise). */
@@ -122,56 +126,32 @@ export class KeyService {
     activeMax?: number;
   }): Promise<CreatedKey> {
     const name = checkKeyName(input.name ?? '');
-    const em = this.em.fork();
-    return em.transactional(async (tx) => {
-      if (input.accountId && input.activeMax !== undefined) {
-        await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`keys:${input.accountId}`]);
-        const [held] = await tx.execute<{ active: number }[]>('select count(*)::int as active from api_keys where account_id = ? and revoked_at is null', [input.accountId]);
-        if (held!.active >= input.activeMax) throw new KeyLimitError(`an account holds at most ${input.activeMax} active keys`);
-      }
-      const account = input.accountId
-        ? await tx.findOneOrFail(AccountEntity, input.accountId, {
-            failHandler: () => new KeyError(`no account ${input.accountId}`),
-          })
-        : tx.create(AccountEntity, {
-            role: input.role,
-            licences: checkLicences(input.role, input.licences),
-            email: input.email ?? null,
-            createdAt: this.clock.now(),
-          });
-      const key = KEY_PREFIX + randomBytes(32).toString('base64url');
-      const apiKey = tx.create(ApiKeyEntity, {
-        id: randomUUID(),
-        account,
-        prefix: key.slice(0, SHOWN_PREFIX_LENGTH),
-        name,
-        hash: hashKey(key),
-        createdAt: this.clock.now(),
-        revokedAt: null,
-      });
-      await tx.flush();
-      await tx.execute(AUDIT_INSERT, auditValues({
-        accountId: account.id,
-        kind: 'key_created',
-        actor: input.audit?.actor ?? 'cli',
-        ip: input.audit?.ip,
-        detail: { key_id: apiKey.id, prefix: apiKey.prefix, name: apiKey.name },
-      }, input.audit?.at ?? this.clock.now()), 'run');
-      return {
-        accountId: account.id,
-        keyId: apiKey.id,
-        key,
-        prefix: apiKey.prefix,
-        name: apiKey.name,
-        role: account.role,
-        licences: account.licences,
-        email: account.email,
-      };
+    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const now = this.clock.now();
+    const made = await this.keys.create({
+      account: input.accountId ?? { role: input.role, licences: checkLicences(input.role, input.licences), email: input.email ?? null },
+      key: { id: randomUUID(), prefix: key.slice(0, SHOWN_PREFIX_LENGTH), name, hash: hashKey(key) },
+      at: now,
+      activeMax: input.activeMax,
+      audit: { actor: input.audit?.actor ?? 'cli', ip: input.audit?.ip, at: input.audit?.at ?? now },
     });
+    if (made === 'no_account') throw new KeyError(`no account ${input.accountId}`);
+    if (made === 'limit') throw new KeyLimitError(`an account holds at most ${input.activeMax} active keys`);
+    const { account, apiKey } = made;
+    return {
+      accountId: account.id,
+      keyId: apiKey.id,
+      key,
+      prefix: apiKey.prefix,
+      name: apiKey.name,
+      role: account.role,
+      licences: account.licences,
+      email: account.email,
+    };
   }
 
   async list(): Promise<KeyListing[]> {
-    const keys = await this.em.fork().find(ApiKeyEntity, {}, { populate: ['account'], orderBy: { createdAt: 'asc' } });
+    const keys = await this.keys.list();
     return keys.map((k) => ({
       keyId: k.id,
       prefix: k.prefix,
@@ -191,41 +171,8 @@ export class KeyService {
    */
   async revoke(keyId: string, at: Date, options: { accountId?: number; actor?: Actor; ip?: string } = {}): Promise<boolean> {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(keyId)) return false;
-    return this.em.fork().transactional(async (tx) => {
-      const rows = await tx.execute<{ account_id: number; prefix: string; name: string }[]>(
-        `update api_keys set revoked_at = ? where id = ? and revoked_at is null and (?::int is null or account_id = ?)
-         returning account_id, prefix, name`,
-        [at, keyId, options.accountId ?? null, options.accountId ?? null],
-      );
-      const row = rows[0];
-      if (!row) return false;
-      await tx.execute(AUDIT_INSERT, auditValues({
-        accountId: row.account_id,
-        kind: 'key_revoked',
-        actor: options.actor ?? 'cli',
-        ip: options.ip,
-        detail: { key_id: keyId, prefix: row.prefix, name: row.name },
-      }, at), 'run');
-      return true;
-    });
+    return this.keys.revoke(keyId, at, { accountId: options.accountId, actor: options.actor ?? 'cli', ip: options.ip });
   }
-
-}
-
-/**
- * Revokes every active key of an account, in `db`'s transaction, each recorded in the account's
- * audit trail with `reason` (a password reset that asked for it, the operator clearing a
- * password); how many it revoked.
- */
-export async function revokeAccountKeys(db: Queryable, accountId: number, at: Date, by: { actor: Actor; ip?: string; reason: string }): Promise<number> {
-  const { rows } = await db.query<{ id: string; prefix: string; name: string }>(
-    'update api_keys set revoked_at = $2 where account_id = $1 and revoked_at is null returning id, prefix, name',
-    [accountId, at],
-  );
-  for (const row of rows) {
-    await recordAudit(db, { accountId, kind: 'key_revoked', actor: by.actor, ip: by.ip, detail: { key_id: row.id, prefix: row.prefix, name: row.name, reason: by.reason } }, at);
-  }
-  return rows.length;
 }
 
 /** Keys a process remembers at most; the oldest are forgotten first. */
@@ -244,7 +191,7 @@ export class KeyAuthenticator {
     private readonly db: Queryable,
     private readonly cacheMs = 0,
     private readonly clock: Clock = systemClock,
-    /** Told of every successful authentication (the dashboard's "last used", account/last-used.ts). */
+    /** Told of every successful authentication (the dashboard's "last used", account/last-used.repository.ts). */
     private readonly onUse?: (keyId: string) => void,
   ) {}
 
@@ -271,15 +218,8 @@ export class KeyAuthenticator {
   }
 
   private async lookup(hash: Buffer): Promise<Caller | undefined> {
-    const { rows } = await this.db.query<{ key_id: string; name: string; hash: Buffer; account_id: number; role: Role; licences: number }>({
-      name: 'authenticate-key',
-      text: `select k.id as key_id, k.name, k.hash, a.id as account_id, a.role, a.licences
-               from api_keys k join accounts a on a.id = k.account_id
-              where k.hash = $1 and k.revoked_at is null`,
-      values: [hash],
-    });
-    const row = rows[0];
+    const row = await findKeyByHash(this.db, hash);
     if (!row || !timingSafeEqual(row.hash, hash)) return undefined;
-    return { keyId: row.key_id, keyName: row.name, accountId: row.account_id, role: row.role, licences: row.licences };
+    return { keyId: row.keyId, keyName: row.name, accountId: row.accountId, role: row.role, licences: row.licences };
   }
 }
