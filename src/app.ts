@@ -216,7 +216,10 @@ export function buildApp(deps: AppDeps): Express {
   app.set('strict routing', true);
 
   app.use(drain.middleware());
-  app.use(helmet());
+  // Every answer: no sniffing a JSON or CSV body into something a browser runs. The page policies
+  // (CSP, framing, HSTS, cross-origin isolation) go only with what a browser renders: the pages
+  // and the reference (`pageHeaders`); an API answer carries only the headers it needs.
+  app.use(noSniff);
   app.use(metrics.middleware());
   app.use(requestLogger(logger));
   app.use(canonicalPaths(PATH_ALIASES));
@@ -252,7 +255,8 @@ export function buildApp(deps: AppDeps): Express {
       res.type('application/yaml; charset=utf-8').send(served.yaml);
     });
   }
-  app.get(`${API_BASE}/docs`, async (_req, res) => {
+  const pageHeaders = helmet();
+  app.get(`${API_BASE}/docs`, pageHeaders, async (_req, res) => {
     const answer = await deps.reference.answer();
     if (answer.state === 'building') {
       throw new ApiError(503, answer.message, { headers: { 'Retry-After': String(answer.retryAfterSeconds) } });
@@ -266,6 +270,7 @@ export function buildApp(deps: AppDeps): Express {
   // Everything outside the APIs' bases: the webhooks and the pages (/, /lookup, /account/…,
   // with their own form parser, CSRF and CSP, src/web/). An API request never walks their routes.
   const site = express.Router({ caseSensitive: true, strict: true });
+  site.use(pageHeaders);
   site.use(paymentsRouter(ledger, config.payments, clock));
   if (deps.smsReceipts) {
     const { provider, endpoint } = deps.smsReceipts;
@@ -338,6 +343,11 @@ export function buildApp(deps: AppDeps): Express {
   });
   app.use(errorHandler(logger, metering, access));
   return app;
+}
+
+function noSniff(_req: Request, res: Response, next: NextFunction) {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  next();
 }
 
 /** `/reports/{ip}` -> `/reports/:ip`. */
