@@ -216,7 +216,10 @@ export function buildApp(deps: AppDeps): Express {
   app.set('strict routing', true);
 
   app.use(drain.middleware());
-  app.use(helmet());
+  // Every answer: no sniffing a JSON or CSV body into something a browser runs. The page policies
+  // (CSP, framing, HSTS, cross-origin isolation) go only with what a browser renders: the pages
+  // and the reference (`pageHeaders`); an API answer carries only the headers it needs.
+  app.use(noSniff);
   app.use(metrics.middleware());
   app.use(requestLogger(logger));
   app.use(canonicalPaths(PATH_ALIASES));
@@ -252,7 +255,8 @@ export function buildApp(deps: AppDeps): Express {
       res.type('application/yaml; charset=utf-8').send(served.yaml);
     });
   }
-  app.get(`${API_BASE}/docs`, async (_req, res) => {
+  const pageHeaders = helmet();
+  app.get(`${API_BASE}/docs`, pageHeaders, async (_req, res) => {
     const answer = await deps.reference.answer();
     if (answer.state === 'building') {
       throw new ApiError(503, answer.message, { headers: { 'Retry-After': String(answer.retryAfterSeconds) } });
@@ -266,6 +270,7 @@ export function buildApp(deps: AppDeps): Express {
   // Everything outside the APIs' bases: the webhooks and the pages (/, /lookup, /account/…,
   // with their own form parser, CSRF and CSP, src/web/). An API request never walks their routes.
   const site = express.Router({ caseSensitive: true, strict: true });
+  site.use(pageHeaders);
   site.use(paymentsRouter(ledger, config.payments, clock));
   if (deps.smsReceipts) {
     const { provider, endpoint } = deps.smsReceipts;
@@ -313,25 +318,35 @@ export function buildApp(deps: AppDeps): Express {
   }
   app.use(rejectNonFiniteNumbers);
 
-  // Each document's operations in a router of its own, under its base: a request walks only
-  // the routes of its own API.
-  for (const { base, document, chain } of mounted) {
-    const routes = express.Router({ caseSensitive: true, strict: true });
-    for (const [path, item] of Object.entries(document.paths ?? {})) {
+  // Each operation's chain (authentication, access, metering, the handler), compiled once here
+  // and reached by one lookup: the operation the validator matched the request to, among its
+  // own document's. There is no second route table: a request gets a chain only when its own
+  // document's validator matched it, so no path reaches a handler unvalidated.
+  const operations = new Map<Mounted, Map<string, RequestHandler[]>>();
+  for (const m of mounted) {
+    const chains = new Map<string, RequestHandler[]>();
+    for (const item of Object.values(m.document.paths ?? {})) {
       for (const method of METHODS) {
         const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId as AnyOperationId | undefined;
         if (!operationId) continue;
         const handler = (handlers[operationId] as Handler<typeof operationId> | undefined) ?? notImplemented(operationId);
-        routes[method](
-          expressPath(path),
-          validatedAs(operationId),
-          ...chain(operationId),
-          handler as unknown as (req: Request, res: Response) => Promise<void>,
-        );
+        chains.set(operationId, [...m.chain(operationId), handler as unknown as RequestHandler]);
       }
     }
-    app.use(base, routes);
+    operations.set(m, chains);
   }
+  app.use((req, res, next) => {
+    const m = mountedAt(req.path);
+    const matched = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
+    const operationId = matched?.schema?.operationId;
+    const chain = m && operationId !== undefined ? operations.get(m)!.get(operationId) : undefined;
+    if (!chain) return next();
+    res.locals.operationId = operationId as AnyOperationId;
+    // The path parameters as the validator matched (and validated) them; Express's own
+    // middleware layer resets req.params.
+    req.params = matched!.pathParams ?? {};
+    runChain(chain, req, res, next);
+  });
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`));
@@ -340,21 +355,32 @@ export function buildApp(deps: AppDeps): Express {
   return app;
 }
 
+function noSniff(_req: Request, res: Response, next: NextFunction) {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  next();
+}
+
 /** `/reports/{ip}` -> `/reports/:ip`. */
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
 /**
- * Defence in depth: a handler runs only for a request the validator matched to its own
- * operation. Whatever a future route, alias or setting does, nothing reaches a handler
- * unvalidated.
+ * Runs an operation's compiled chain as Express runs a route's: each function gets `next`; a
+ * throw, a rejected promise or `next(err)` leaves the chain for the error handler.
  */
-function validatedAs(operationId: AnyOperationId) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const matched = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
-    if (matched !== operationId) throw new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`);
-    res.locals.operationId = operationId;
-    next();
+function runChain(chain: RequestHandler[], req: Request, res: Response, done: NextFunction): void {
+  let i = 0;
+  const step = (err?: unknown): void => {
+    if (err !== undefined && err !== null) return done(err);
+    const fn = chain[i++];
+    if (!fn) return done();
+    try {
+      const ret = fn(req, res, step) as unknown;
+      if (ret instanceof Promise) ret.then(undefined, (e: unknown) => done(e ?? new Error('Rejected promise')));
+    } catch (e) {
+      done(e);
+    }
   };
+  step();
 }
 
 /**

@@ -3,6 +3,7 @@ import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
 import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
+import { sql } from '../db/sql.js';
 import { silentProgress, type Progress } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
 import { scoreAggregate } from '../reputation/score.js';
@@ -217,8 +218,7 @@ export class BlacklistSnapshots {
   async head(read: Read = this.read): Promise<SnapshotHead | undefined> {
     const rows = await read<{ id: number; generated_at: Date; content_hash: string; score_positions: number[] }>({
       name: 'blacklist-head',
-      text: 'select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc limit 1',
-      values: [],
+      query: sql`select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc limit 1`,
     });
     const row = rows[0];
     return row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { statement, type Sql } from './sql.js';
 
 /**
  * The process's one pool of database connections: MikroORM's.
@@ -49,14 +50,23 @@ export interface Statement {
 }
 
 /**
- * Runs a statement and returns its rows: the pool's `query`, or a charge's (Meter.chargeWith)
- * that runs it in the statement that charges the request, in one round trip.
+ * A read the caller names and writes with the SQL builder (db/sql.ts), so that another statement
+ * can embed it: its parameters are numbered where it lands.
  */
-export type Read = <R extends object>(statement: Statement) => Promise<R[]>;
+export interface NamedQuery {
+  name: string;
+  query: Sql;
+}
+
+/**
+ * Runs a read and returns its rows: the pool's `query`, or a charge's (Meter.chargeWith) that
+ * runs it in the statement that charges the request, in one round trip.
+ */
+export type Read = <R extends object>(read: NamedQuery) => Promise<R[]>;
 
 /** The plain Read of a pool or connection. */
 export function readerOf(db: Queryable): Read {
-  return async <R extends object>(statement: Statement) => (await db.query<R & pg.QueryResultRow>(statement)).rows;
+  return async <R extends object>(read: NamedQuery) => (await db.query<R & pg.QueryResultRow>(statement(read.name, read.query))).rows;
 }
 
 // bigint counts and ids (int8) arrive as numbers: they stay far below 2^53 here.

@@ -5,7 +5,7 @@ import type { Counter } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
-import type { Queryable, Read, Statement } from '../db/pool.js';
+import type { NamedQuery, Queryable, Read } from '../db/pool.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -77,7 +77,7 @@ export class Metering {
    * unchanged. A request the server then fails to answer (5xx) may get the charge back: the
    * fault budget decides (http/fault-budget.ts).
    */
-  private async charge<R extends object>(req: Request, res: Response, counter: Counter, units: number, db?: Queryable, read?: Statement) {
+  private async charge<R extends object>(req: Request, res: Response, counter: Counter, units: number, db?: Queryable, read?: NamedQuery) {
     const { result, rows } = await this.meter.chargeWith<R>(subjectOf(req, res), counter, units, read, db);
     this.settle(res, result, units, !db);
     return rows;
@@ -106,7 +106,7 @@ export class Metering {
       } else if (counter && rule.meteredWithRead) {
         res.locals.meteredRead = (read) => this.charge(req, res, counter, 1, undefined, read);
       } else if (rule.meteredWithRead) {
-        res.locals.meteredRead = async <R extends object>(read: Statement) => {
+        res.locals.meteredRead = async <R extends object>(read: NamedQuery) => {
           const { state, rows } = await this.meter.peekWith<R>(subjectOf(req, res), this.mainCounter(res), read);
           setRateLimitHeaders(res, state, this.clock);
           return rows;

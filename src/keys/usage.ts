@@ -1,6 +1,7 @@
 import { networkOf, parseAddress } from '../address.js';
 import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
-import type { Queryable, Statement } from '../db/pool.js';
+import type { NamedQuery, Queryable } from '../db/pool.js';
+import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './service.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
@@ -85,46 +86,45 @@ type ChargedRow = { [CHARGED]: number | null; [BEFORE]: number | null; [READ_ROW
  */
 type Metering = 'one' | 'several' | 'peek';
 
+/** The charge's own values, each one parameter of the statement however often it appears. */
+interface ChargeParams {
+  names: Param;
+  counter: Param;
+  day: Param;
+  units: Param;
+  limits: Param;
+}
+
 /**
- * The charge: $1 the counters' names, $2 the counter, $3 the day, $4 the units, $5 their limits
- * (a peek takes the first three). One counter: a conditional upsert that adds the units only
- * when the total stays within the limit; several: all or none, in `charge_counters` (the
- * SecurityScopes migration).
+ * The charge. One counter: a conditional upsert that adds the units only when the total stays
+ * within the limit; several: all or none, in `charge_counters` (the SecurityScopes migration).
  */
-const CHARGES: Record<Metering, { text?: string; parameters: number }> = {
-  one: {
-    text: `insert into usage_counters (subject, counter, day, used)
-             select ($1::text[])[1], $2, $3::date, $4::int where $4::int <= ($5::int[])[1]
+const CHARGES: Record<Exclude<Metering, 'peek'>, (p: ChargeParams) => Sql> = {
+  one: (p) => sql`insert into usage_counters (subject, counter, day, used)
+             select (${p.names}::text[])[1], ${p.counter}, ${p.day}::date, ${p.units}::int where ${p.units}::int <= (${p.limits}::int[])[1]
              on conflict (subject, counter, day)
              do update set used = usage_counters.used + excluded.used
-              where usage_counters.used + excluded.used <= ($5::int[])[1]
+              where usage_counters.used + excluded.used <= (${p.limits}::int[])[1]
              returning used`,
-    parameters: 5,
-  },
-  several: { text: 'select (charge_counters($1::text[], $2, $3::date, $4::int, $5::int[]))[1] as used', parameters: 5 },
-  peek: { parameters: 3 },
+  several: (p) => sql`select (charge_counters(${p.names}::text[], ${p.counter}, ${p.day}::date, ${p.units}::int, ${p.limits}::int[]))[1] as used`,
 };
 
 /**
  * The metering as one statement: the charge, if any; the first counter as it was before (for a
- * refusal's headers, or a peek's); and `read` beside them, its parameters numbered after theirs.
+ * refusal's headers, or a peek's); and `read` beside them. The builder numbers the read's
+ * parameters after the charge's (db/sql.ts).
  */
-function meteredStatement(metering: Metering, read: Statement | undefined): Statement['text'] {
-  const key = `${metering}:${read?.name ?? ''}`;
-  let text = meteredStatements.get(key);
-  if (text) return text;
-  const { text: charge, parameters } = CHARGES[metering];
-  const shifted = read?.text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + parameters}`);
-  const ctes = [charge && `charged as (${charge})`, shifted && `answer as (select true as "${READ_ROW}", a.* from (${shifted}) a)`].filter(Boolean);
-  text = `${ctes.length ? `with ${ctes.join(', ')}` : ''}
-    select ${charge ? '(select used from charged)' : 'null::int'} as "${CHARGED}",
-           (select used from usage_counters where subject = ($1::text[])[1] and counter = $2 and day = $3::date) as "${BEFORE}"
-           ${shifted ? ', answer.*' : ''}
-      from (select 1) one${shifted ? ' left join answer on true' : ''}`;
-  meteredStatements.set(key, text);
-  return text;
+function meteredStatement(metering: Metering, p: ChargeParams, read: NamedQuery | undefined): Sql {
+  const charge = metering === 'peek' ? undefined : CHARGES[metering](p);
+  const ctes = [charge && sql`charged as (${charge})`, read && sql`answer as (select true as "${raw(READ_ROW)}", a.* from (${read.query}) a)`].filter(
+    (cte): cte is Sql => cte !== undefined,
+  );
+  return sql`${ctes.length ? sql`with ${join(ctes)}` : raw('')}
+    select ${charge ? raw('(select used from charged)') : raw('null::int')} as "${raw(CHARGED)}",
+           (select used from usage_counters where subject = (${p.names}::text[])[1] and counter = ${p.counter} and day = ${p.day}::date) as "${raw(BEFORE)}"
+           ${read ? raw(', answer.*') : raw('')}
+      from (select 1) one${read ? raw(' left join answer on true') : raw('')}`;
 }
-const meteredStatements = new Map<string, string>();
 
 /**
  * The daily counters, in PostgreSQL so that every server process sees the same totals.
@@ -169,7 +169,7 @@ export class Meter implements UsageReader {
     subject: Subject,
     counter: Counter,
     units: number,
-    read: Statement | undefined,
+    read: NamedQuery | undefined,
     db: Queryable = this.db,
   ): Promise<{ result: ChargeResult; rows: R[] }> {
     const counters = this.countersOf(subject, counter);
@@ -221,7 +221,7 @@ export class Meter implements UsageReader {
   }
 
   /** Reads the counter's state (for an uncharged operation's headers) and runs `read`, in one statement. */
-  async peekWith<R extends object>(subject: Subject, counter: Counter, read: Statement): Promise<{ state: CounterState; rows: R[] }> {
+  async peekWith<R extends object>(subject: Subject, counter: Counter, read: NamedQuery): Promise<{ state: CounterState; rows: R[] }> {
     const { result, rows } = await this.metered<R>('peek', this.countersOf(subject, counter).slice(0, 1), counter, 0, read, this.db);
     return { state: result, rows };
   }
@@ -231,18 +231,22 @@ export class Meter implements UsageReader {
     counters: { name: string; limit: number }[],
     counter: Counter,
     units: number,
-    read: Statement | undefined,
+    read: NamedQuery | undefined,
     db: Queryable,
   ): Promise<{ result: ChargeResult; rows: R[] }> {
     const now = this.clock.now();
     const day = utcDay(now);
     const names = counters.map((c) => c.name);
-    const own = metering === 'peek' ? [names, counter, day] : [names, counter, day, units, counters.map((c) => (c.limit < 0 ? UNLIMITED : c.limit))];
-    const { rows } = await db.query<ChargedRow & R>({
-      name: `${metering === 'one' ? 'charge' : metering === 'several' ? 'charges' : 'peek'}${read ? `+${read.name}` : ''}`,
-      text: meteredStatement(metering, read),
-      values: [...own, ...(read?.values ?? [])],
-    });
+    const p: ChargeParams = {
+      names: param(names),
+      counter: param(counter),
+      day: param(day),
+      units: param(units),
+      limits: param(counters.map((c) => (c.limit < 0 ? UNLIMITED : c.limit))),
+    };
+    const { rows } = await db.query<ChargedRow & R>(
+      statement(`${metering === 'one' ? 'charge' : metering === 'several' ? 'charges' : 'peek'}${read ? `+${read.name}` : ''}`, meteredStatement(metering, p, read)),
+    );
     const first = rows[0]!;
     const allowed = metering === 'peek' || first[CHARGED] !== null;
     const used = first[CHARGED] ?? first[BEFORE] ?? 0;

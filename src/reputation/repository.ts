@@ -1,4 +1,5 @@
-import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
+import { readerOf, transaction, type NamedQuery, type Pool, type Queryable, type Read } from '../db/pool.js';
+import { param, raw, sql } from '../db/sql.js';
 import type { Role } from '../keys/roles.js';
 import type { ScoreInput } from './score.js';
 
@@ -125,15 +126,20 @@ export class ReputationRepository {
     this.read = readerOf(pool);
   }
 
+  /** The read of one address's aggregate: one row, zeros when it has no reports. */
+  private static aggregateOf(ip: string): NamedQuery {
+    const p = param(ip);
+    return {
+      name: 'ip-aggregate',
+      query: sql`select ${p}::text as ip, ${raw(AGGREGATE_COLUMNS)},
+                        exists (select 1 from whitelist w where w.range >>= ${p}::inet) as whitelisted
+                   from (select 1) one left join ip_stats s on s.ip = ${p}`,
+    };
+  }
+
   /** The aggregate of one address (zeros when it has no reports), in one round trip. */
   async findOne(ip: string, read: Read = this.read): Promise<IpAggregate> {
-    const rows = await read<AggregateRow>({
-      name: 'ip-aggregate',
-      text: `select $1::text as ip, ${AGGREGATE_COLUMNS},
-                    exists (select 1 from whitelist w where w.range >>= $1::inet) as whitelisted
-               from (select 1) one left join ip_stats s on s.ip = $1`,
-      values: [ip],
-    });
+    const rows = await read<AggregateRow>(ReputationRepository.aggregateOf(ip));
     return toAggregate(rows[0]!);
   }
 

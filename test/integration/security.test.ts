@@ -159,9 +159,26 @@ describe('API8 security misconfiguration', () => {
     const res = await api('/categories');
     expect(res.headers.get('x-powered-by')).toBeNull();
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
-    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    // What a browser renders keeps the page policies: the pages, the reference, a page's 404.
+    for (const path of ['/', '/no-such-page']) {
+      const page = await fetch(s.origin + path);
+      expect(page.headers.get('x-powered-by')).toBeNull();
+      expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(page.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+      expect(page.headers.get('content-security-policy')).toMatch(/default-src '(self|none)'/);
+      expect(page.headers.get('strict-transport-security')).toContain('max-age=');
+    }
+  });
+
+  it('keeps the page policies off API answers: they carry only the headers they need', async () => {
+    const a = await s.createKey('enterprise');
+    for (const res of [await api('/categories'), await api('/check?ip=8.8.8.8', { key: a.key }), await api('/check?ip=nonsense', { key: a.key })]) {
+      for (const name of ['content-security-policy', 'x-frame-options', 'strict-transport-security', 'cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control']) {
+        expect(res.headers.get(name), name).toBeNull();
+      }
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    }
   });
 
   it('answers SQL injection attempts in every kind of parameter without effect or leaks', async () => {
