@@ -136,6 +136,8 @@ const schema = z.object({
   RELAY_POLL_SECONDS: z.coerce.number().min(0.5).max(300).default(2),
   RELAY_DELIVERY: boolean.default(true),
   RELAY_PAYLOAD_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 365).default(24),
+  // At least 40 days: a month's allowance and the 24-hour recipient throttles count messages.
+  RELAY_MESSAGE_RETENTION_DAYS: z.coerce.number().int().min(40, 'must be at least 40 (a month of messages counts against the allowance)').max(3650).default(90),
   PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
   RULES_DIR: z.string().min(1).optional(),
@@ -299,6 +301,11 @@ export interface RelayConfig {
    * rest (RELAY_PAYLOAD_RETENTION_HOURS, 24 by default).
    */
   payloadRetentionMs: number;
+  /**
+   * How long a message's metadata (recipient, status, times, provider id) is kept once it reached
+   * a final state; then the purge deletes the message (RELAY_MESSAGE_RETENTION_DAYS, 90 by default).
+   */
+  messageRetentionMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -371,6 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       mailFooter: e.RELAY_MAIL_FOOTER?.trim() || undefined,
       payloadRetentionMs: e.RELAY_PAYLOAD_RETENTION_HOURS * 3_600_000,
+      messageRetentionMs: e.RELAY_MESSAGE_RETENTION_DAYS * 86_400_000,
     },
     payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },
     web: {

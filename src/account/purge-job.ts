@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import { before, type Clock } from '../clock.js';
-import { loadConfig, type RelayConfig, type WebConfig } from '../config.js';
+import { loadConfig, type Config, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.js';
+import { Meter } from '../keys/usage.js';
+import { StatsRepository } from '../stats/repository.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
 import { AuditTrail } from './audit.js';
@@ -22,6 +24,12 @@ export interface Purged {
   keySites: number;
   /** Relay messages whose content was deleted (RELAY_PAYLOAD_RETENTION_HOURS after a final state). */
   relayPayloads: number;
+  /** Relay messages deleted whole (RELAY_MESSAGE_RETENTION_DAYS after a final state). */
+  relayMessages: number;
+  /** Daily usage counters of days before yesterday (keys/usage.ts Meter.purge). */
+  usageCounters: number;
+  /** Hourly statistics rollups older than any window reads (stats/repository.ts). */
+  hourlyRollups: number;
 }
 
 /**
@@ -30,14 +38,24 @@ export interface Purged {
  */
 export type PurgeSettings = Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'> & {
   relayPayloadRetentionMs?: RelayConfig['payloadRetentionMs'];
+  relayMessageRetentionMs?: RelayConfig['messageRetentionMs'];
 };
+
+/** The purge's settings from the whole configuration. */
+export const purgeSettingsOf = (config: Pick<Config, 'web' | 'relay'>): PurgeSettings => ({
+  ...config.web,
+  relayPayloadRetentionMs: config.relay.payloadRetentionMs,
+  relayMessageRetentionMs: config.relay.messageRetentionMs,
+});
 
 /**
  * Deletes what has outlived its use: ended sessions, used or expired links and invites, ended
  * throttle windows, audit events older than AUDIT_RETENTION_DAYS, the sites keys were used
- * from on days the dashboard no longer shows (30), and the content of relay messages that were
- * final for longer than RELAY_PAYLOAD_RETENTION_HOURS. Hourly, by whichever process takes the
- * lock; the CLI runs the same purge at once (`accounts purge`).
+ * from on days the dashboard no longer shows (30), the content of relay messages that were
+ * final for longer than RELAY_PAYLOAD_RETENTION_HOURS and the messages themselves past
+ * RELAY_MESSAGE_RETENTION_DAYS, usage counters of days before yesterday, and hourly statistics
+ * no window reads any more. Hourly, by whichever process takes the lock; the CLI runs the same
+ * purge at once (`accounts purge`). docs/operations.md lists every table and what bounds it.
  */
 export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSettings): Promise<Purged | undefined> {
   // One transaction: its lock and its lifted statement timeout hold behind a transaction-mode
@@ -48,16 +66,19 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
       const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [PURGE_LOCK]);
       if (!rows[0]!.locked) return undefined;
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
+      const relay = new RelayRepository(pool);
+      const defaults = loadConfig({}).relay;
+      const hourly = await new StatsRepository(client).purgeHourly(clock.now());
       return {
         sessions: await sessions.purge(),
         links: await new AccountRepository(pool).purgeLinks(clock.now(), client),
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
         keySites: await new KeySites(pool, clock).purge(client),
-        relayPayloads: await new RelayRepository(pool).purgePayloads(
-          before(clock.now(), config.relayPayloadRetentionMs ?? loadConfig({}).relay.payloadRetentionMs),
-          client,
-        ),
+        relayPayloads: await relay.purgePayloads(before(clock.now(), config.relayPayloadRetentionMs ?? defaults.payloadRetentionMs), client),
+        relayMessages: await relay.purgeMessages(before(clock.now(), config.relayMessageRetentionMs ?? defaults.messageRetentionMs), client),
+        usageCounters: await new Meter(client, clock).purge(),
+        hourlyRollups: hourly.activity + hourly.connections,
       };
     },
     { long: true },
