@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import { before, type Clock } from '../clock.js';
+import { before, DAY_MS, type Clock } from '../clock.js';
 import { loadConfig, type Config, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.js';
 import { Meter } from '../keys/usage.js';
 import { StatsRepository } from '../stats/repository.js';
 import { RelayRepository } from '../relay/repository.js';
-import { AccountRepository } from './repository.js';
+import { AccountRepository, UNVERIFIED_ACCOUNT_DAYS } from './repository.js';
 import { AuditTrail } from './audit.js';
 import { Sessions } from './sessions.js';
 import { AuthThrottle } from './throttle.js';
@@ -30,6 +30,8 @@ export interface Purged {
   usageCounters: number;
   /** Hourly statistics rollups older than any window reads (stats/repository.ts). */
   hourlyRollups: number;
+  /** Web sign-ups never confirmed within UNVERIFIED_ACCOUNT_DAYS (30). */
+  unverifiedAccounts: number;
 }
 
 /**
@@ -53,8 +55,8 @@ export const purgeSettingsOf = (config: Pick<Config, 'web' | 'relay'>): PurgeSet
  * throttle windows, audit events older than AUDIT_RETENTION_DAYS, the sites keys were used
  * from on days the dashboard no longer shows (30), the content of relay messages that were
  * final for longer than RELAY_PAYLOAD_RETENTION_HOURS and the messages themselves past
- * RELAY_MESSAGE_RETENTION_DAYS, usage counters of days before yesterday, and hourly statistics
- * no window reads any more. Hourly, by whichever process takes the lock; the CLI runs the same
+ * RELAY_MESSAGE_RETENTION_DAYS, usage counters of days before yesterday, hourly statistics
+ * no window reads any more, and web sign-ups left unconfirmed for UNVERIFIED_ACCOUNT_DAYS (30). Hourly, by whichever process takes the lock; the CLI runs the same
  * purge at once (`accounts purge`). docs/operations.md lists every table and what bounds it.
  */
 export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSettings): Promise<Purged | undefined> {
@@ -67,11 +69,13 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
       if (!rows[0]!.locked) return undefined;
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
       const relay = new RelayRepository(pool);
+      const accounts = new AccountRepository(pool);
       const defaults = loadConfig({}).relay;
       const hourly = await new StatsRepository(client).purgeHourly(clock.now());
       return {
         sessions: await sessions.purge(),
-        links: await new AccountRepository(pool).purgeLinks(clock.now(), client),
+        links: await accounts.purgeLinks(clock.now(), client),
+        unverifiedAccounts: await accounts.purgeUnverified(before(clock.now(), UNVERIFIED_ACCOUNT_DAYS * DAY_MS), client),
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
         keySites: await new KeySites(pool, clock).purge(client),

@@ -72,7 +72,7 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
   accounts
     .command('purge')
     .description(
-      'delete ended sessions, used or expired links, old throttle windows, audit events past AUDIT_RETENTION_DAYS, key sites past 30 days, relay message contents past RELAY_PAYLOAD_RETENTION_HOURS, relay messages past RELAY_MESSAGE_RETENTION_DAYS, usage counters before yesterday and hourly statistics no window reads (the server does it hourly)',
+      'delete ended sessions, used or expired links, old throttle windows, audit events past AUDIT_RETENTION_DAYS, key sites past 30 days, relay message contents past RELAY_PAYLOAD_RETENTION_HOURS, relay messages past RELAY_MESSAGE_RETENTION_DAYS, usage counters before yesterday, hourly statistics no window reads and sign-ups left unconfirmed for 30 days (the server does it hourly)',
     )
     .option('--json', 'print a JSON object')
     .action(async (opts: { json?: boolean }) => {
@@ -80,7 +80,7 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
       const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, purgeSettingsOf(config)));
       print(purged ?? { busy: true }, !!opts.json, () =>
         purged
-          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents, ${purged.relayMessages} relay messages, ${purged.usageCounters} usage counters, ${purged.hourlyRollups} hourly statistics rows`
+          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents, ${purged.relayMessages} relay messages, ${purged.usageCounters} usage counters, ${purged.hourlyRollups} hourly statistics rows, ${purged.unverifiedAccounts} unconfirmed accounts`
           : 'another process is purging right now',
       );
     });
