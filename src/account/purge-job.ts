@@ -5,6 +5,8 @@ import { transaction, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.js';
 import { Meter } from '../keys/usage.js';
 import { StatsRepository } from '../stats/repository.js';
+import { ReportPartitions, type Expired } from '../reputation/partitions.repository.js';
+import { EPOCH_MS, HALF_LIFE_MS } from '../reputation/score.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository, UNVERIFIED_ACCOUNT_DAYS } from './repository.js';
 import { AuditTrail } from './audit.js';
@@ -41,13 +43,16 @@ export interface Purged {
 export type PurgeSettings = Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'> & {
   relayPayloadRetentionMs?: RelayConfig['payloadRetentionMs'];
   relayMessageRetentionMs?: RelayConfig['messageRetentionMs'];
+  /** REPORT_RETENTION_DAYS; left out, its default (365 days). */
+  reportRetentionMs?: Config['reportRetentionMs'];
 };
 
 /** The purge's settings from the whole configuration. */
-export const purgeSettingsOf = (config: Pick<Config, 'web' | 'relay'>): PurgeSettings => ({
+export const purgeSettingsOf = (config: Pick<Config, 'web' | 'relay' | 'reportRetentionMs'>): PurgeSettings => ({
   ...config.web,
   relayPayloadRetentionMs: config.relay.payloadRetentionMs,
   relayMessageRetentionMs: config.relay.messageRetentionMs,
+  reportRetentionMs: config.reportRetentionMs,
 });
 
 /**
@@ -89,6 +94,18 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
   );
 }
 
+/**
+ * The reports' partitions: this month's and the next three made where missing, and the reports
+ * older than REPORT_RETENTION_DAYS taken out (whole months dropped), every address they
+ * concerned recomputed without them. Hourly with the purge; `trs reports expire` at once.
+ */
+export async function maintainReports(pool: Pool, clock: Clock, config: Pick<PurgeSettings, 'reportRetentionMs'>): Promise<{ created: string[] } & Expired> {
+  const partitions = new ReportPartitions(pool, { epochMs: EPOCH_MS, halfLifeMs: HALF_LIFE_MS });
+  const created = await partitions.ensure(clock.now());
+  const expired = await partitions.expire(before(clock.now(), config.reportRetentionMs ?? loadConfig({}).reportRetentionMs));
+  return { created, ...expired };
+}
+
 export class PurgeJob {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
@@ -104,6 +121,8 @@ export class PurgeJob {
     const tick = () => {
       this.running ??= purgeAccounts(this.pool, this.clock, this.config)
         .then((purged) => purged && this.logger.info({ purged }, 'account data purged'))
+        .then(() => maintainReports(this.pool, this.clock, this.config))
+        .then((reports) => (reports.created.length || reports.partitions.length || reports.reports) && this.logger.info({ reports }, 'report partitions maintained'))
         .catch((err: unknown) => this.logger.error({ err }, 'account purge failed'))
         .finally(() => (this.running = undefined));
     };

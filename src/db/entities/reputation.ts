@@ -3,7 +3,12 @@ import type { Account } from '../entities.js';
 import { bigintNumber, numberArray } from './types.js';
 
 /** Addresses are canonical text (IPv4 dotted quad, IPv6 RFC 5952), so a prefix search is a range scan. */
+/**
+ * A report (table `reports`, partitioned by month of `reported_at`: the primary key holds the
+ * partition key, as PostgreSQL requires).
+ */
 export interface Report {
+  [PrimaryKeyProp]?: ['id', 'reportedAt'];
   [OptionalProps]?: 'comment' | 'aggregationCount' | 'reporterCountry';
   id: number;
   ip: string;
@@ -78,7 +83,7 @@ export const ReportEntity = new EntitySchema<Report>({
     reporterRole: { type: 'text', fieldName: 'reporter_role' },
     categories: { type: numberArray(), columnType: 'smallint[]' },
     comment: { type: 'text', default: '' },
-    reportedAt: { type: 'Date', fieldName: 'reported_at' },
+    reportedAt: { type: 'Date', fieldName: 'reported_at', primary: true },
     aggregationCount: { type: 'integer', fieldName: 'aggregation_count', default: 0 },
     reporterCountry: { type: 'text', fieldName: 'reporter_country', nullable: true },
   },
