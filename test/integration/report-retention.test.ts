@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { maintainReports } from '../../src/account/purge-job.js';
 import { DAY_MS, MINUTE_MS } from '../../src/clock.js';
+import { runCli } from '../support/cli.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -138,5 +139,24 @@ describe('reports past REPORT_RETENTION_DAYS', () => {
     expect(cleared.body).toEqual({ data: { numReportsDeleted: 2 } });
     expect(await count('ip_stats where ip = $1', [C])).toBe(0);
     expect(await count('reports where ip = $1', [C])).toBe(0);
+  });
+});
+
+describe('trs reports expire', () => {
+  it('does the same at once and says what it did', { timeout: 120_000 }, async (t) => {
+    if (s.db.embedded) return t.skip(); // the CLI is a second process on the database
+    const { key } = await s.createKey('business');
+    s.clock.set(new Date(Date.now() - 400 * DAY_MS));
+    await report(key, '45.77.10.9', [18]);
+    const env = { ...process.env, DATABASE_URL: s.db.url, LOG_LEVEL: 'warn' };
+    const { out, code } = await runCli(env, 'reports', 'expire', '--json');
+    expect(code).toBe(0);
+    const result = JSON.parse(out);
+    expect(result).toMatchObject({ created: expect.any(Array), partitions: expect.any(Array), addresses: expect.any(Number) });
+    expect(result.reports).toBeGreaterThanOrEqual(1);
+    expect(await count('reports where ip = $1', ['45.77.10.9'])).toBe(0);
+    expect(await count('ip_stats where ip = $1', ['45.77.10.9'])).toBe(0);
+    const text = await runCli(env, 'reports', 'expire');
+    expect(text.out).toMatch(/0 reports taken out, 0 addresses recomputed/);
   });
 });
