@@ -10,6 +10,8 @@ export interface paths {
         /**
          * Check an IP address
          * @description The reputation of one address, as AbuseIPDB's `check` answers it.
+         *     `maxAgeInDays` reaches at most 365 days back, which the server's report
+         *     retention (`REPORT_RETENTION_DAYS`, at least 365) always covers.
          *
          *     - **Access:** every role. **Quota:** check +1.
          */

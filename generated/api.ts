@@ -477,6 +477,9 @@ export interface paths {
          * @description Lists the stored reports about one address, newest first, one page at a
          *     time. Submissions aggregated into a report appear once, with their number in
          *     `aggregationCount`. A page beyond the last one has an empty `reports` array.
+         *     Reports are kept for the server's retention (`REPORT_RETENTION_DAYS`, at
+         *     least 365 days); older ones are no longer listed, and no longer count in any
+         *     score or aggregate.
          *
          *     - **Access:** keys of the roles `professional`, `business`, `enterprise` and `honeypot`; Free and Contributor keys get 403.
          *     - **Quota:** none. The rate-limit headers describe the check quota.

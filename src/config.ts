@@ -72,6 +72,8 @@ const schema = z.object({
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
+  // At least 365: the longest history clients ask for (maxAgeInDays) stays whole.
+  REPORT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the longest maxAgeInDays a client may ask for)').max(36500).default(365),
   BLACKLIST_CACHE_MB: z.coerce.number().min(0).max(4096).default(32),
   RELAY_SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   RELAY_MAIL_FROM: z.string().min(3).optional(),
@@ -136,6 +138,8 @@ const schema = z.object({
   RELAY_POLL_SECONDS: z.coerce.number().min(0.5).max(300).default(2),
   RELAY_DELIVERY: boolean.default(true),
   RELAY_PAYLOAD_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 365).default(24),
+  // At least 40 days: a month's allowance and the 24-hour recipient throttles count messages.
+  RELAY_MESSAGE_RETENTION_DAYS: z.coerce.number().int().min(40, 'must be at least 40 (a month of messages counts against the allowance)').max(3650).default(90),
   PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
   RULES_DIR: z.string().min(1).optional(),
@@ -247,6 +251,11 @@ export type Config = {
   blacklistIntervalMs: number;
   /** Earlier snapshots kept beside the current one, for deltas (`since`) and bouncers' pulls. */
   blacklistHistory: number;
+  /**
+   * Reports are kept at least this long (REPORT_RETENTION_DAYS, 365), then dropped with their
+   * month's partition, and every address's aggregate is recomputed without them.
+   */
+  reportRetentionMs: number;
   /** Bytes of rendered lists a process keeps to answer repeated polls (0: render every time). */
   blacklistCacheBytes: number;
   /** Signed rule sets: the folder of `<name>.json` files and the Ed25519 key that signs them. */
@@ -299,6 +308,11 @@ export interface RelayConfig {
    * rest (RELAY_PAYLOAD_RETENTION_HOURS, 24 by default).
    */
   payloadRetentionMs: number;
+  /**
+   * How long a message's metadata (recipient, status, times, provider id) is kept once it reached
+   * a final state; then the purge deletes the message (RELAY_MESSAGE_RETENTION_DAYS, 90 by default).
+   */
+  messageRetentionMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -348,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     blacklistHistory: e.BLACKLIST_HISTORY,
+    reportRetentionMs: e.REPORT_RETENTION_DAYS * 86_400_000,
     blacklistCacheBytes: Math.round(e.BLACKLIST_CACHE_MB * 1024 * 1024),
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
     rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
@@ -371,6 +386,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       mailFooter: e.RELAY_MAIL_FOOTER?.trim() || undefined,
       payloadRetentionMs: e.RELAY_PAYLOAD_RETENTION_HOURS * 3_600_000,
+      messageRetentionMs: e.RELAY_MESSAGE_RETENTION_DAYS * 86_400_000,
     },
     payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },
     web: {

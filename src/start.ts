@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { hashActivity } from './account/passwords.js';
-import { PurgeJob } from './account/purge-job.js';
+import { PurgeJob, purgeSettingsOf } from './account/purge-job.js';
 import { buildApp } from './app.js';
 import { blacklistSnapshots } from './blacklist/repository.js';
 import { systemClock, type Clock } from './clock.js';
@@ -107,7 +107,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
       ? []
       : [
           new BlacklistJob(blacklistSnapshots(database.pool, clock, config.blacklistHistory), clock, config.blacklistIntervalMs, logger),
-          new PurgeJob(database.pool, clock, { ...config.web, relayPayloadRetentionMs: config.relay.payloadRetentionMs }, logger),
+          new PurgeJob(database.pool, clock, purgeSettingsOf(config), logger),
         ];
   for (const job of jobs) job.start();
 

@@ -1,10 +1,14 @@
 import type { Logger } from 'pino';
-import { before, type Clock } from '../clock.js';
-import { loadConfig, type RelayConfig, type WebConfig } from '../config.js';
+import { before, DAY_MS, type Clock } from '../clock.js';
+import { loadConfig, type Config, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.repository.js';
+import { Meter } from '../keys/usage.js';
+import { StatsRepository } from '../stats/repository.js';
+import { ReportPartitions, type Expired } from '../reputation/partitions.repository.js';
+import { EPOCH_MS, HALF_LIFE_MS } from '../reputation/score.js';
 import { RelayRepository } from '../relay/repository.js';
-import { AccountRepository } from './repository.js';
+import { AccountRepository, UNVERIFIED_ACCOUNT_DAYS } from './repository.js';
 import { AuditTrail } from './audit.repository.js';
 import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
@@ -22,6 +26,14 @@ export interface Purged {
   keySites: number;
   /** Relay messages whose content was deleted (RELAY_PAYLOAD_RETENTION_HOURS after a final state). */
   relayPayloads: number;
+  /** Relay messages deleted whole (RELAY_MESSAGE_RETENTION_DAYS after a final state). */
+  relayMessages: number;
+  /** Daily usage counters of days before yesterday (keys/usage.ts Meter.purge). */
+  usageCounters: number;
+  /** Hourly statistics rollups older than any window reads (stats/repository.ts). */
+  hourlyRollups: number;
+  /** Web sign-ups never confirmed within UNVERIFIED_ACCOUNT_DAYS (30). */
+  unverifiedAccounts: number;
 }
 
 /**
@@ -30,14 +42,27 @@ export interface Purged {
  */
 export type PurgeSettings = Pick<WebConfig, 'sessionAbsoluteMs' | 'sessionIdleMs' | 'auditRetentionMs'> & {
   relayPayloadRetentionMs?: RelayConfig['payloadRetentionMs'];
+  relayMessageRetentionMs?: RelayConfig['messageRetentionMs'];
+  /** REPORT_RETENTION_DAYS; left out, its default (365 days). */
+  reportRetentionMs?: Config['reportRetentionMs'];
 };
+
+/** The purge's settings from the whole configuration. */
+export const purgeSettingsOf = (config: Pick<Config, 'web' | 'relay' | 'reportRetentionMs'>): PurgeSettings => ({
+  ...config.web,
+  relayPayloadRetentionMs: config.relay.payloadRetentionMs,
+  relayMessageRetentionMs: config.relay.messageRetentionMs,
+  reportRetentionMs: config.reportRetentionMs,
+});
 
 /**
  * Deletes what has outlived its use: ended sessions, used or expired links and invites, ended
  * throttle windows, audit events older than AUDIT_RETENTION_DAYS, the sites keys were used
- * from on days the dashboard no longer shows (30), and the content of relay messages that were
- * final for longer than RELAY_PAYLOAD_RETENTION_HOURS. Hourly, by whichever process takes the
- * lock; the CLI runs the same purge at once (`accounts purge`).
+ * from on days the dashboard no longer shows (30), the content of relay messages that were
+ * final for longer than RELAY_PAYLOAD_RETENTION_HOURS and the messages themselves past
+ * RELAY_MESSAGE_RETENTION_DAYS, usage counters of days before yesterday, hourly statistics
+ * no window reads any more, and web sign-ups left unconfirmed for UNVERIFIED_ACCOUNT_DAYS (30). Hourly, by whichever process takes the lock; the CLI runs the same
+ * purge at once (`accounts purge`). docs/operations.md lists every table and what bounds it.
  */
 export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSettings): Promise<Purged | undefined> {
   // One transaction: its lock and its lifted statement timeout hold behind a transaction-mode
@@ -48,20 +73,37 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
       const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [PURGE_LOCK]);
       if (!rows[0]!.locked) return undefined;
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
+      const relay = new RelayRepository(pool);
+      const accounts = new AccountRepository(pool);
+      const defaults = loadConfig({}).relay;
+      const hourly = await new StatsRepository(client).purgeHourly(clock.now());
       return {
         sessions: await sessions.purge(),
-        links: await new AccountRepository(pool).purgeLinks(clock.now(), client),
+        links: await accounts.purgeLinks(clock.now(), client),
+        unverifiedAccounts: await accounts.purgeUnverified(before(clock.now(), UNVERIFIED_ACCOUNT_DAYS * DAY_MS), client),
         throttle: await new AuthThrottle(client, clock).purge(),
         audit: await new AuditTrail(client, clock, config.auditRetentionMs).purge(),
         keySites: await new KeySites(pool, clock).purge(client),
-        relayPayloads: await new RelayRepository(pool).purgePayloads(
-          before(clock.now(), config.relayPayloadRetentionMs ?? loadConfig({}).relay.payloadRetentionMs),
-          client,
-        ),
+        relayPayloads: await relay.purgePayloads(before(clock.now(), config.relayPayloadRetentionMs ?? defaults.payloadRetentionMs), client),
+        relayMessages: await relay.purgeMessages(before(clock.now(), config.relayMessageRetentionMs ?? defaults.messageRetentionMs), client),
+        usageCounters: await new Meter(client, clock).purge(),
+        hourlyRollups: hourly.activity + hourly.connections,
       };
     },
     { long: true },
   );
+}
+
+/**
+ * The reports' partitions: this month's and the next three made where missing, and the reports
+ * older than REPORT_RETENTION_DAYS taken out (whole months dropped), every address they
+ * concerned recomputed without them. Hourly with the purge; `trs reports expire` at once.
+ */
+export async function maintainReports(pool: Pool, clock: Clock, config: Pick<PurgeSettings, 'reportRetentionMs'>): Promise<{ created: string[] } & Expired> {
+  const partitions = new ReportPartitions(pool, { epochMs: EPOCH_MS, halfLifeMs: HALF_LIFE_MS });
+  const created = await partitions.ensure(clock.now());
+  const expired = await partitions.expire(before(clock.now(), config.reportRetentionMs ?? loadConfig({}).reportRetentionMs));
+  return { created, ...expired };
 }
 
 export class PurgeJob {
@@ -79,6 +121,8 @@ export class PurgeJob {
     const tick = () => {
       this.running ??= purgeAccounts(this.pool, this.clock, this.config)
         .then((purged) => purged && this.logger.info({ purged }, 'account data purged'))
+        .then(() => maintainReports(this.pool, this.clock, this.config))
+        .then((reports) => (reports.created.length || reports.partitions.length || reports.reports) && this.logger.info({ reports }, 'report partitions maintained'))
         .catch((err: unknown) => this.logger.error({ err }, 'account purge failed'))
         .finally(() => (this.running = undefined));
     };

@@ -25,6 +25,9 @@ export interface OperatorRow {
  * (account_tokens, by hash) and the invite codes (by hash). Sessions, throttles and the audit
  * trail have their own stores beside it (sessions.repository.ts, throttle.repository.ts, audit.repository.ts).
  */
+/** How long a web sign-up may stay unconfirmed before the purge deletes it. */
+export const UNVERIFIED_ACCOUNT_DAYS = 30;
+
 export class AccountRepository {
   constructor(private readonly pool: Pool) {}
 
@@ -175,6 +178,22 @@ export class AccountRepository {
   /** An event of the account's audit trail, in `db`'s transaction when given. */
   audit(entry: AuditEntry, at: Date, db: Queryable = this.pool): Promise<void> {
     return recordAudit(db, entry, at);
+  }
+
+  /**
+   * Web sign-ups whose address was never confirmed, made before `before` (UNVERIFIED_ACCOUNT_DAYS
+   * ago). Such an account cannot sign in, so it holds no key, session or payment; without this
+   * every address anyone ever typed into the sign-up form would stay an account forever, and an
+   * address registered by a stranger would stay theirs. Accounts the CLI made (no password) stay.
+   */
+  async purgeUnverified(before: Date, db: Queryable = this.pool): Promise<number> {
+    const { rowCount } = await db.query(
+      `delete from accounts a
+        where a.password_hash is not null and a.email_verified_at is null and a.created_at < $1
+          and not exists (select 1 from api_keys k where k.account_id = a.id)`,
+      [before],
+    );
+    return rowCount ?? 0;
   }
 
   /** Used and expired links, and invites that expired unused (the scheduled purge). */

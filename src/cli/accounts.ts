@@ -2,7 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AccountMailer } from '../account/mailer.js';
-import { purgeAccounts } from '../account/purge-job.js';
+import { purgeAccounts, purgeSettingsOf } from '../account/purge-job.js';
 import { Sessions } from '../account/sessions.repository.js';
 import { AuthThrottle } from '../account/throttle.repository.js';
 import { systemClock } from '../clock.js';
@@ -72,15 +72,15 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
   accounts
     .command('purge')
     .description(
-      'delete ended sessions, used or expired links, old throttle windows, audit events past AUDIT_RETENTION_DAYS, key sites past 30 days and relay message contents past RELAY_PAYLOAD_RETENTION_HOURS (the server does it hourly)',
+      'delete ended sessions, used or expired links, old throttle windows, audit events past AUDIT_RETENTION_DAYS, key sites past 30 days, relay message contents past RELAY_PAYLOAD_RETENTION_HOURS, relay messages past RELAY_MESSAGE_RETENTION_DAYS, usage counters before yesterday, hourly statistics no window reads and sign-ups left unconfirmed for 30 days (the server does it hourly)',
     )
     .option('--json', 'print a JSON object')
     .action(async (opts: { json?: boolean }) => {
       const config = loadConfig(env);
-      const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, { ...config.web, relayPayloadRetentionMs: config.relay.payloadRetentionMs }));
+      const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, purgeSettingsOf(config)));
       print(purged ?? { busy: true }, !!opts.json, () =>
         purged
-          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents`
+          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents, ${purged.relayMessages} relay messages, ${purged.usageCounters} usage counters, ${purged.hourlyRollups} hourly statistics rows, ${purged.unverifiedAccounts} unconfirmed accounts`
           : 'another process is purging right now',
       );
     });

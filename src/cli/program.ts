@@ -24,6 +24,7 @@ import { SmsTemplates } from '../relay/delivery/templates.repository.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
+import { maintainReports } from '../account/purge-job.js';
 import { Bouncers, DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
 import { BouncerRepository, type Bouncer } from '../crowdsec/repository.js';
 import { escapeUnprintable, printableJson } from '../text.js';
@@ -485,9 +486,27 @@ export function createProgram(io: CliIo): Command {
     if (lines.length) yield { csv: lines.join('\n'), firstLine, bytesRead };
   }
 
-  program
-    .command('reports')
-    .description('reports on behalf of an account')
+  const reportCommands = program.command('reports').description('reports: imports on behalf of an account, and their retention');
+
+  reportCommands
+    .command('expire')
+    .description(
+      'make the coming months\' partitions and take out the reports older than REPORT_RETENTION_DAYS now, recomputing the addresses they concerned (the server does it hourly)',
+    )
+    .option('--json', 'print a JSON object')
+    .action(async (opts: { json?: boolean }) => {
+      const config = loadConfig(io.env);
+      const result = await withDatabase((db) => maintainReports(db.pool, systemClock, { reportRetentionMs: config.reportRetentionMs }));
+      print(result, !!opts.json, () =>
+        [
+          result.created.length ? `created ${result.created.join(', ')}` : 'no partition to create',
+          result.partitions.length ? `dropped ${result.partitions.join(', ')}` : 'no month to drop',
+          `${result.reports} reports taken out, ${result.addresses} addresses recomputed`,
+        ].join('; '),
+      );
+    });
+
+  reportCommands
     .command('import <file>')
     .description('import a CSV of reports (ip,categories,comment as in POST /bulk-report) for an account; reports are dated now')
     .requiredOption('--account <id>', 'the reporting account', positiveInt)

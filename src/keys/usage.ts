@@ -1,5 +1,5 @@
 import { networkOf, parseAddress } from '../address.js';
-import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
+import { DAY_MS, nextUtcMidnight, utcDay, type Clock } from '../clock.js';
 import type { NamedQuery, Queryable } from '../db/pool.js';
 import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './service.js';
@@ -298,6 +298,17 @@ export class Meter implements UsageReader {
     });
     const used = (counter: Counter) => rows.find((r) => r.counter === counter)?.used ?? 0;
     return { check: used('check'), report: used('report') };
+  }
+
+  /**
+   * Deletes the counters of days before yesterday (UTC): a counter is read only on its own day
+   * (the charge, the headers, the dashboard's today), and yesterday's is kept for a request that
+   * began just before midnight. Without this, every public source address that ever called
+   * would leave a row a day forever.
+   */
+  async purge(db: Queryable = this.db): Promise<number> {
+    const { rowCount } = await db.query('delete from usage_counters where day < $1::date', [utcDay(new Date(this.clock.now().getTime() - DAY_MS))]);
+    return rowCount ?? 0;
   }
 
   /** `db`: the caller's transaction, if any: never wait on a second connection inside one. */

@@ -299,6 +299,19 @@ export class RelayRepository {
     return rowCount ?? 0;
   }
 
+  /**
+   * Deletes the messages that reached a final state before `before` (RELAY_MESSAGE_RETENTION_DAYS):
+   * past the month whose allowance they count against and the day of the recipient throttles,
+   * nothing reads them but the delivery log, which shows the latest.
+   */
+  async purgeMessages(before: Date, db: Queryable = this.pool): Promise<number> {
+    const { rowCount } = await db.query(
+      `delete from relay_messages where status in ('sent', 'delivered', 'undelivered', 'failed') and finished_at < $1`,
+      [before],
+    );
+    return rowCount ?? 0;
+  }
+
   /** An account's messages, newest first. */
   async list(accountId: number, limit = 50): Promise<RelayMessageView[]> {
     const { rows } = await this.pool.query<RelayMessageView>(

@@ -114,10 +114,51 @@ const union = (a: number[], b: number[]) => [...new Set([...a, ...b])].sort((x, 
  * two bulk reports with a lock per pair ran it out ("out of shared memory"). Pairs that share a
  * bucket only wait for each other.
  */
-const REPORT_LOCKS = {
+export const REPORT_LOCKS = {
   space: 0x52505254, // 'RPRT'
   bucket: (account: string, ip: string) => `(hashtextextended(${account}::text || ':' || ${ip}, 0) & 1023)::int`,
 };
+
+/** The age weights of ip_stats.decay_sum (reputation/score.ts): 2^((t - epoch) / half-life). */
+export interface DecayWeights {
+  epochMs: number;
+  halfLifeMs: number;
+}
+
+/**
+ * Makes the aggregates of `ips` what the reports left about them say, after some of their
+ * reports were deleted or detached (a clear, a partition past retention): the reporters'
+ * pairs (`ips[i]`, `accounts[i]`) that no longer have a report leave ip_reporters, every other
+ * column of ip_stats is computed again from the reports, and an address without reports
+ * loses its aggregate. The caller holds the report locks of those pairs (REPORT_LOCKS), so no
+ * report of theirs is being written. An aggregated report's submissions are weighed at its
+ * row's time, as the aggregation window is 5 minutes against a half-life of 14 days.
+ */
+export async function recomputeAggregates(db: Queryable, ips: string[], accounts: number[], decay: DecayWeights): Promise<void> {
+  await db.query(
+    `delete from ip_reporters p using unnest($1::text[], $2::int[]) as v(ip, account_id)
+      where p.ip = v.ip and p.account_id = v.account_id
+        and not exists (select 1 from reports r where r.ip = v.ip and r.account_id = v.account_id)`,
+    [ips, accounts],
+  );
+  const distinct = [...new Set(ips)].sort();
+  await db.query('select 1 from ip_stats where ip = any($1::text[]) order by ip for update', [distinct]);
+  await db.query(
+    `update ip_stats s set
+       total_reports = a.total, report_rows = a.rows, unique_reporters = a.reporters, honeypot_reports = a.honeypot,
+       first_reported_at = a.first, last_reported_at = a.last, categories = a.categories, decay_sum = a.decay,
+       max_severity = coalesce((select max(c.severity_level) from threat_categories c where c.id = any(a.categories)), 0)
+     from (select r.ip, count(*)::int as rows, sum(1 + r.aggregation_count)::int as total, count(distinct r.account_id)::int as reporters,
+                  coalesce(sum(1 + r.aggregation_count) filter (where r.reporter_role = 'honeypot'), 0)::int as honeypot,
+                  min(r.reported_at) as first, max(r.reported_at) as last,
+                  array(select distinct c from reports r2, unnest(r2.categories) c where r2.ip = r.ip order by c)::smallint[] as categories,
+                  sum((1 + r.aggregation_count) * power(2::float8, (extract(epoch from r.reported_at) * 1000 - $2) / $3)) as decay
+             from reports r where r.ip = any($1::text[]) group by r.ip) a
+    where s.ip = a.ip`,
+    [distinct, decay.epochMs, decay.halfLifeMs],
+  );
+  await db.query('delete from ip_stats s where s.ip = any($1::text[]) and not exists (select 1 from reports r where r.ip = s.ip)', [distinct]);
+}
 
 export class ReputationRepository {
   private readonly read: Read;
@@ -236,27 +277,12 @@ export class ReputationRepository {
    * lock reports of that account and address take. The statistics rollups keep what they
    * counted. Returns how many reports were deleted.
    */
-  async clear(accountId: number, ip: string, decay: { epochMs: number; halfLifeMs: number }): Promise<number> {
+  async clear(accountId: number, ip: string, decay: DecayWeights): Promise<number> {
     return transaction(this.pool, async (client) => {
       await client.query(`select pg_advisory_xact_lock(${REPORT_LOCKS.space}, ${REPORT_LOCKS.bucket('$1', '$2')})`, [accountId, ip]);
       const { rowCount } = await client.query('delete from reports where account_id = $1 and ip = $2', [accountId, ip]);
       if (!rowCount) return 0;
-      await client.query('delete from ip_reporters where ip = $1 and account_id = $2', [ip, accountId]);
-      await client.query(
-        `update ip_stats s set
-           total_reports = a.total, report_rows = a.rows, unique_reporters = a.reporters, honeypot_reports = a.honeypot,
-           last_reported_at = a.last, categories = a.categories, decay_sum = a.decay,
-           max_severity = coalesce((select max(c.severity_level) from threat_categories c where c.id = any(a.categories)), 0)
-         from (select count(*)::int as rows, sum(1 + aggregation_count)::int as total, count(distinct account_id)::int as reporters,
-                      coalesce(sum(1 + aggregation_count) filter (where reporter_role = 'honeypot'), 0)::int as honeypot,
-                      max(reported_at) as last,
-                      array(select distinct c from reports r, unnest(r.categories) c where r.ip = $1 order by c)::smallint[] as categories,
-                      sum((1 + aggregation_count) * power(2::float8, (extract(epoch from reported_at) * 1000 - $2) / $3)) as decay
-                 from reports where ip = $1) a
-        where s.ip = $1 and a.rows > 0`,
-        [ip, decay.epochMs, decay.halfLifeMs],
-      );
-      await client.query('delete from ip_stats where ip = $1 and not exists (select 1 from reports where ip = $1)', [ip]);
+      await recomputeAggregates(client, [ip], [accountId], decay);
       return rowCount;
     });
   }

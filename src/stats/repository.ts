@@ -1,6 +1,15 @@
 import type { Queryable } from '../db/pool.js';
 
 const DAY = 86_400_000;
+
+/**
+ * How long the hourly rollups are read back: a window reads its partial first day by hour, and
+ * the longest window by hours starts 7 days back (the 7-day activity), so 8 whole days of
+ * activity_hourly are enough; connections are read over the last 24 hours (the attack map).
+ * Older hourly rows are purged: the daily rollup and the all-time totals keep their counts.
+ */
+export const HOURLY_ACTIVITY_DAYS = 8;
+export const HOURLY_CONNECTIONS_DAYS = 2;
 /** The first UTC midnight at or after `t`: a window from `t` reads hours up to it, then days. */
 const dayAfter = (t: Date) => new Date(Math.ceil(t.getTime() / DAY) * DAY);
 
@@ -112,6 +121,14 @@ export class StatsRepository {
           },
     );
     return rows;
+  }
+
+  /** Deletes hourly rollups older than any window reads (HOURLY_ACTIVITY_DAYS, HOURLY_CONNECTIONS_DAYS before `now`'s day). */
+  async purgeHourly(now: Date): Promise<{ activity: number; connections: number }> {
+    const day = Math.floor(now.getTime() / DAY) * DAY;
+    const activity = await this.db.query('delete from activity_hourly where hour < $1', [new Date(day - HOURLY_ACTIVITY_DAYS * DAY)]);
+    const connections = await this.db.query('delete from connections_hourly where hour < $1', [new Date(day - HOURLY_CONNECTIONS_DAYS * DAY)]);
+    return { activity: activity.rowCount ?? 0, connections: connections.rowCount ?? 0 };
   }
 
   /** Reports between two different countries since `from`, the most frequent pairs first, with their mean score. */

@@ -61,6 +61,7 @@ interface Row {
   [column: string]: unknown;
 }
 const row = async (id: number) => (await s.pool.query<Row>('select * from relay_messages where id = $1', [id])).rows[0]!;
+const rowIfAny = async (id: number) => (await s.pool.query<Row>('select * from relay_messages where id = $1', [id])).rows[0];
 const withoutPayload = ({ payload: _payload, ...rest }: Row) => rest;
 
 const phone = () => `+4915114${String(100000 + ++seq).padStart(6, '0')}`;
@@ -151,6 +152,25 @@ describe('the content of a relay message', () => {
     await purgeAt(RETENTION_MS + MINUTE_MS);
     expect(await row(id)).toEqual({ ...failed, payload: null });
     expect(failed.last_error).toEqual(expect.stringContaining('400'));
+  });
+
+  it('goes with the whole message RELAY_MESSAGE_RETENTION_DAYS (90) after a final state; a queued message stays', async () => {
+    const sent = await sendMail('Your sign-in code is 118822');
+    await statusIs(sent, 'sent');
+    twilio.stub.respond = answer(503, { code: 20500, message: 'Service unavailable' });
+    const waiting = await sendSms('771100');
+    await eventually(async () => Number((await row(waiting)).attempts) >= 1);
+    const retention = loadConfig({}).relay.messageRetentionMs;
+    expect(retention).toBe(90 * 24 * HOUR_MS);
+
+    expect((await purgeAt(retention - MINUTE_MS))!.relayMessages).toBe(0);
+    expect(await rowIfAny(sent)).toBeDefined();
+    const purged = await purgeAt(retention + MINUTE_MS);
+    expect(purged!.relayMessages).toBeGreaterThanOrEqual(1);
+    expect(await rowIfAny(sent)).toBeUndefined();
+    expect(await row(waiting)).toMatchObject({ status: 'queued', payload: { text: expect.stringContaining('771100') } });
+    twilioAccepts();
+    await statusIs(waiting, 'sent');
   });
 
   it('is purged by the CLI as RELAY_PAYLOAD_RETENTION_HOURS says, and the CLI still shows the message', { timeout: 120_000 }, async (t) => {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeAccounts, purgeSettingsOf } from '../../src/account/purge-job.js';
+import { loadConfig } from '../../src/config.js';
 import { startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { linkFromMail, WebClient, type PageResult } from '../support/web.js';
+import { linkFromMail, signedUp, WebClient, type PageResult } from '../support/web.js';
 
 /**
  * Finding M2 (review 2026-11-26): a sign-in with the right password to an unconfirmed account
@@ -135,5 +137,41 @@ describe('sign-in to an unconfirmed account', () => {
     expect(await linksIssued(email)).toBe(1);
     await settle();
     expect(mailsTo(email)).toBe(3);
+  });
+});
+
+describe('an address registered and never confirmed', () => {
+  it('is deleted 30 days after sign-up, so its owner can register it; confirmed accounts and CLI-made ones stay', async () => {
+    const email = 'never-confirmed@example.com';
+    const web = browser();
+    await web.get('/account/register');
+    expect((await web.post('/account/register', { email, password: ATTACKERS_PASSWORD })).status).toBe(200);
+    const { accountId: cliMade } = await s.createKey('free');
+    await signedUp(s, smtp, 'confirmed-owner@example.com', 'Confirmed-Pass-31', { 'X-Forwarded-For': '198.51.100.250' });
+    const accountOf = async (address: string) => (await s.pool.query('select id from accounts where lower(email) = $1', [address])).rows;
+    expect(await accountOf(email)).toHaveLength(1);
+
+    const purgeAt = async (days: number) => {
+      s.clock.advance(days * 24 * HOUR);
+      try {
+        return await purgeAccounts(s.pool, s.clock, purgeSettingsOf(loadConfig({})));
+      } finally {
+        s.clock.advance(-days * 24 * HOUR);
+      }
+    };
+    expect((await purgeAt(29))!.unverifiedAccounts).toBe(0);
+    expect(await accountOf(email)).toHaveLength(1);
+    expect((await purgeAt(31))!.unverifiedAccounts).toBeGreaterThanOrEqual(1);
+    expect(await accountOf(email)).toHaveLength(0);
+    expect((await s.pool.query('select 1 from accounts where id = $1', [cliMade])).rows).toHaveLength(1);
+    expect(await accountOf('confirmed-owner@example.com')).toHaveLength(1);
+
+    // The owner registers the address as their own now.
+    const owner = browser();
+    await owner.get('/account/register');
+    const before = smtp.received.length;
+    expect((await owner.post('/account/register', { email, password: 'Owners-Own-Pass-77' })).status).toBe(200);
+    await linkFromMail(smtp, email, '/account/verify', before);
+    expect(await accountOf(email)).toHaveLength(1);
   });
 });

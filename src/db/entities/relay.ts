@@ -121,6 +121,7 @@ export const RelayMessageEntity = new EntitySchema<RelayMessage>({
     { name: 'relay_messages_account_created_idx', expression: "CREATE INDEX relay_messages_account_created_idx ON relay_messages USING btree (account_id, created_at DESC)" },
     { name: 'relay_messages_account_day_idx', expression: "CREATE INDEX relay_messages_account_day_idx ON relay_messages USING btree (account_id, created_at) INCLUDE (site, key_id)" },
     { name: 'relay_messages_account_period_idx', properties: ['account', 'channel', 'periodStart', 'status'] },
+    { name: 'relay_messages_finished_idx', expression: "CREATE INDEX relay_messages_finished_idx ON relay_messages USING btree (finished_at) WHERE (status = ANY (ARRAY['sent'::text, 'delivered'::text, 'undelivered'::text, 'failed'::text]))" },
     { name: 'relay_messages_payload_kept_idx', expression: "CREATE INDEX relay_messages_payload_kept_idx ON relay_messages USING btree (finished_at) WHERE ((payload IS NOT NULL) AND (status = ANY (ARRAY['sent'::text, 'delivered'::text, 'undelivered'::text, 'failed'::text])))" },
     { name: 'relay_messages_pending_idx', expression: "CREATE INDEX relay_messages_pending_idx ON relay_messages USING btree (channel, created_at) WHERE (status = ANY (ARRAY['queued'::text, 'sending'::text]))" },
     { name: 'relay_messages_provider_id_idx', expression: "CREATE INDEX relay_messages_provider_id_idx ON relay_messages USING btree (provider, provider_id) WHERE (provider_id IS NOT NULL)" },

@@ -2,8 +2,13 @@ import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 import type { Account } from '../entities.js';
 import { bigintNumber, numberArray } from './types.js';
 
-/** Addresses are canonical text (IPv4 dotted quad, IPv6 RFC 5952), so a prefix search is a range scan. */
+/**
+ * A report (table `reports`, partitioned by month of `reported_at`: the primary key holds the
+ * partition key, as PostgreSQL requires). Addresses are canonical text (IPv4 dotted quad, IPv6
+ * RFC 5952), so a prefix search is a range scan.
+ */
 export interface Report {
+  [PrimaryKeyProp]?: ['id', 'reportedAt'];
   [OptionalProps]?: 'comment' | 'aggregationCount' | 'reporterCountry';
   id: number;
   ip: string;
@@ -72,18 +77,19 @@ export const ReportEntity = new EntitySchema<Report>({
   name: 'Report',
   tableName: 'reports',
   indexes: [
-    { name: 'reports_account_ip_reported_at_idx', expression: "CREATE INDEX reports_account_ip_reported_at_idx ON reports USING btree (account_id, ip, reported_at DESC)" },
-    { name: 'reports_account_reported_at_idx', expression: "CREATE INDEX reports_account_reported_at_idx ON reports USING btree (account_id, reported_at DESC)" },
-    { name: 'reports_ip_reported_at_idx', expression: "CREATE INDEX reports_ip_reported_at_idx ON reports USING btree (ip, reported_at DESC, id DESC)" },
+    { name: 'reports_account_ip_reported_at_idx', expression: "CREATE INDEX reports_account_ip_reported_at_idx ON ONLY reports USING btree (account_id, ip, reported_at DESC)" },
+    { name: 'reports_account_reported_at_idx', expression: "CREATE INDEX reports_account_reported_at_idx ON ONLY reports USING btree (account_id, reported_at DESC)" },
+    { name: 'reports_ip_reported_at_idx', expression: "CREATE INDEX reports_ip_reported_at_idx ON ONLY reports USING btree (ip, reported_at DESC, id DESC)" },
   ],
   properties: {
-    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
+    // From a sequence the table owns, not an identity: PostgreSQL 15 has none on a partitioned table.
+    id: { type: bigintNumber(), primary: true, autoincrement: true },
     ip: { type: 'text' },
     account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
     reporterRole: { type: 'text', fieldName: 'reporter_role' },
     categories: { type: numberArray(), columnType: 'smallint[]' },
     comment: { type: 'text', default: '' },
-    reportedAt: { type: 'Date', fieldName: 'reported_at' },
+    reportedAt: { type: 'Date', fieldName: 'reported_at', primary: true },
     aggregationCount: { type: 'integer', fieldName: 'aggregation_count', default: 0 },
     reporterCountry: { type: 'text', fieldName: 'reporter_country', nullable: true },
   },

@@ -20,6 +20,8 @@ import { Migration20261128000000CheckoutSessions } from './Migration202611280000
 import { Migration20261128000100BundleDisputes } from './Migration20261128000100BundleDisputes.js';
 import { Migration20261128010000KeySiteRefusals } from './Migration20261128010000KeySiteRefusals.js';
 import { Migration20261128010100RelayPayloadRetention } from './Migration20261128010100RelayPayloadRetention.js';
+import { Migration20261129000000RelayMessageRetention } from './Migration20261129000000RelayMessageRetention.js';
+import { Migration20261129010000ReportPartitions } from './Migration20261129010000ReportPartitions.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -44,4 +46,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128000100BundleDisputes', class: Migration20261128000100BundleDisputes },
   { name: 'Migration20261128010000KeySiteRefusals', class: Migration20261128010000KeySiteRefusals },
   { name: 'Migration20261128010100RelayPayloadRetention', class: Migration20261128010100RelayPayloadRetention },
+  { name: 'Migration20261129000000RelayMessageRetention', class: Migration20261129000000RelayMessageRetention },
+  { name: 'Migration20261129010000ReportPartitions', class: Migration20261129010000ReportPartitions },
 ];
