@@ -45,7 +45,8 @@ async function counts(email: string): Promise<{ address: number; perSource: numb
   );
   return {
     address: rows.filter((r) => r.subject === subject).reduce((n, r) => n + r.attempts, 0),
-    perSource: rows.filter((r) => r.subject !== subject).map((r) => r.attempts),
+    // In ascending order: the rows come in no order of their own.
+    perSource: rows.filter((r) => r.subject !== subject).map((r) => r.attempts).sort((a, b) => a - b),
   };
 }
 
