@@ -33,8 +33,9 @@ export class BlacklistJob {
     const incident = incidentLogger(this.logger, 5 * 60_000);
     const tick = () => {
       this.running ??= this.runIfDue()
-        .then(() => this.exportDnsbl())
         .catch((err: unknown) => incident('error', 'blacklist-job', err, 'blacklist regeneration failed; the next tick tries again'))
+        .then(() => this.exportDnsbl())
+        .catch((err: unknown) => incident('error', 'dnsbl-export', err, 'writing DNSBL_FILE failed; the next tick tries again'))
         .finally(() => (this.running = undefined));
     };
     tick();
