@@ -163,7 +163,7 @@ export function buildApp(deps: AppDeps): Express {
   });
   const bouncerRepository = new BouncerRepository(pool);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
-  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes);
+  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes, (config.web ?? loadConfig({}).web).publicUrl);
   const handlers: Handlers = {
     ...categoryHandlers(categories),
     ...keyHandlers(meter, sites, clock),

@@ -72,6 +72,12 @@ const schema = z.object({
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
+  DNSBL_FILE: z.string().min(1).optional(),
+  DNSBL_ZONE: z
+    .string()
+    .regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i, 'must be a DNS zone name such as bl.example.com')
+    .optional(),
+  DNSBL_CONFIDENCE: z.coerce.number().int().min(0).max(100).default(90),
   // At least 365: the longest history clients ask for (maxAgeInDays) stays whole.
   REPORT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the longest maxAgeInDays a client may ask for)').max(36500).default(365),
   BLACKLIST_CACHE_MB: z.coerce.number().min(0).max(4096).default(32),
@@ -252,6 +258,11 @@ export type Config = {
   /** Earlier snapshots kept beside the current one, for deltas (`since`) and bouncers' pulls. */
   blacklistHistory: number;
   /**
+   * The DNS blocklist file each process rewrites (atomically) when the snapshot changed
+   * (DNSBL_FILE; unset: none), its zone for the SOA (DNSBL_ZONE) and its confidence (DNSBL_CONFIDENCE, 90).
+   */
+  dnsbl: { file: string | undefined; zone: string | undefined; confidence: number };
+  /**
    * Reports are kept at least this long (REPORT_RETENTION_DAYS, 365), then dropped with their
    * month's partition, and every address's aggregate is recomputed without them.
    */
@@ -362,6 +373,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
     blacklistHistory: e.BLACKLIST_HISTORY,
+    dnsbl: { file: e.DNSBL_FILE, zone: e.DNSBL_ZONE?.replace(/\.$/, '').toLowerCase(), confidence: e.DNSBL_CONFIDENCE },
     reportRetentionMs: e.REPORT_RETENTION_DAYS * 86_400_000,
     blacklistCacheBytes: Math.round(e.BLACKLIST_CACHE_MB * 1024 * 1024),
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },

@@ -106,7 +106,13 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     options.jobs === false
       ? []
       : [
-          new BlacklistJob(blacklistSnapshots(database.pool, clock, config.blacklistHistory), clock, config.blacklistIntervalMs, logger),
+          new BlacklistJob(
+            blacklistSnapshots(database.pool, clock, config.blacklistHistory),
+            clock,
+            config.blacklistIntervalMs,
+            logger,
+            config.dnsbl.file ? { ...config.dnsbl, file: config.dnsbl.file, publicUrl: config.web.publicUrl } : undefined,
+          ),
           new PurgeJob(database.pool, clock, purgeSettingsOf(config), logger),
         ];
   for (const job of jobs) job.start();

@@ -247,4 +247,4 @@ export function writerFor(format: FirewallFormat | 'txt', heading: Heading, aggr
 export const FORMAT_FAMILY: Partial<Record<FirewallFormat, 4 | 6>> = { iptables: 4, ip6tables: 6 };
 
 /** Formats without a delta form. */
-export const NO_DELTA: ReadonlySet<string> = new Set(['nginx']);
+export const NO_DELTA: ReadonlySet<string> = new Set(['nginx', 'rbldnsd']);

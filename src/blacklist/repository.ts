@@ -103,17 +103,19 @@ export interface Selection {
 /**
  * What a read of entries returns, by name: the repository owns the SQL of each, and the rows are
  * typed by the entity's properties. `ip`: the address alone; `decision`: what a CrowdSec
- * decision is made of; `csvLine`/`jsonLine`: a delta's line in the list's format, with its address.
+ * decision is made of; `dnsbl`: what a DNS blocklist entry says (blacklist/dnsbl.ts); `csvLine`/`jsonLine`: a delta's line in the list's format, with its address.
  */
 const ENTRY_COLUMNS = {
   ip: 'e.ip',
   decision: 'e.ip, e.categories, e.refresh_phase as "refreshPhase"',
+  dnsbl: 'e.ip, e.score, e.categories',
   csvLine: `${LINE_SQL.csv} as line, e.ip`,
   jsonLine: `${LINE_SQL.json} as line, e.ip`,
 } as const;
 export interface EntryRows {
   ip: Pick<BlacklistEntry, 'ip'>;
   decision: Pick<BlacklistEntry, 'ip' | 'categories' | 'refreshPhase'>;
+  dnsbl: Pick<BlacklistEntry, 'ip' | 'score' | 'categories'>;
   csvLine: Pick<BlacklistEntry, 'ip'> & { line: string };
   jsonLine: Pick<BlacklistEntry, 'ip'> & { line: string };
 }

@@ -5,12 +5,13 @@ import type { Read } from '../db/pool.js';
 import { DomainError, sentence, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
 import { BLACKLIST_CATEGORIES } from './groups.js';
+import { rbldnsdFile } from './dnsbl.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
 import { chunked, drain, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './repository.js';
 
 /** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
 export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';
-export type ListFormat = 'json' | 'txt' | 'csv' | FirewallFormat;
+export type ListFormat = 'json' | 'txt' | 'csv' | 'rbldnsd' | FirewallFormat;
 
 export interface ListParams {
   format?: ListFormat;
@@ -121,6 +122,8 @@ export class BlacklistService {
     private readonly categories: CategoryService,
     private readonly clock: Clock,
     cacheBytes: number,
+    /** PUBLIC_URL: the DNS blocklist's TXT says where to look an address up. */
+    private readonly publicUrl?: string,
   ) {
     this.rendered = new RenderedLists(cacheBytes);
   }
@@ -155,7 +158,7 @@ export class BlacklistService {
     const categories = await this.categoryFilter(params.category);
     const format: ListFormat = variant === 'git' ? 'txt' : (params.format ?? 'json');
     const aggregate = params.aggregate ?? false;
-    if (aggregate && (format === 'json' || format === 'csv')) {
+    if (aggregate && (format === 'json' || format === 'csv' || format === 'rbldnsd')) {
       throw refuseCombination(
         'aggregate',
         `format=${format} lists each address with its score and cannot be aggregated; use format=cidr, txt or a firewall format.`,
@@ -252,6 +255,11 @@ export class BlacklistService {
 
   private async *render(head: SnapshotHead, query: Query): AsyncGenerator<string> {
     const selection = await this.snapshots.select(head, this.filter(query));
+    if (query.format === 'rbldnsd') {
+      const entries = drain(await this.snapshots.stream(selection, { select: 'dnsbl', order: 'address' }));
+      yield* rbldnsdFile(entries, { publicUrl: this.publicUrl, confidence: query.confidence, generatedAt: this.heading(query, head).generatedAt, snapshotId: head.id });
+      return;
+    }
     if (query.format === 'json' || query.format === 'csv' || (query.format === 'txt' && !query.aggregate)) {
       yield* this.renderLines(selection, query, head);
       return;
@@ -298,6 +306,8 @@ export class BlacklistService {
       yield* this.renderDeltaLines(from, to, query, head, since);
       return;
     }
+    // resolve() refuses `since` for the formats without a delta (NO_DELTA).
+    if (query.format === 'rbldnsd') throw new Error('format=rbldnsd has no delta form');
     const writer = writerFor(query.format, this.heading(query, head, { since, etag }), query.aggregate);
     yield writer.begin();
     for await (const { net, change } of query.aggregate ? this.blockChanges(from, to) : this.addressChanges(from, to)) {

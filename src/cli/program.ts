@@ -13,6 +13,7 @@ import { createLogger } from '../logging.js';
 import { KeyService } from '../keys/service.js';
 import { Whitelist } from '../reputation/whitelist.repository.js';
 import { blacklistSnapshots } from '../blacklist/repository.js';
+import { checkZone, writeDnsblFile } from '../blacklist/dnsbl.js';
 import { systemClock } from '../clock.js';
 import { BundleLedger, bundleBalance } from '../relay/ledger.repository.js';
 import { BUNDLES } from '../relay/policy.js';
@@ -443,6 +444,31 @@ export function createProgram(io: CliIo): Command {
         result.changed
           ? `new snapshot ${result.snapshotId}: ${result.entries} addresses`
           : `the list is unchanged (snapshot ${result.snapshotId}, ${result.entries} addresses)`,
+      );
+    });
+
+  program
+    .command('dnsbl')
+    .description('the blacklist as a DNS blocklist for mail servers (served by rbldnsd)')
+    .command('export')
+    .description('write the current snapshot as an rbldnsd data file (combined dataset), replacing FILE whole (DNSBL_FILE makes the server do it after each regeneration)')
+    .requiredOption('--out <file>', 'the data file to write')
+    .option('--zone <name>', 'the zone rbldnsd serves (e.g. bl.example.com): adds its SOA and NS records (default DNSBL_ZONE)')
+    .option('--confidence <n>', 'the lowest score listed, 0-100 (default DNSBL_CONFIDENCE, 90)', (value: string) => {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 0 || n > 100) throw new InvalidArgumentError('must be an integer from 0 to 100');
+      return n;
+    })
+    .option('--json', 'print a JSON object')
+    .action(async (opts: { out: string; zone?: string; confidence?: number; json?: boolean }) => {
+      const config = loadConfig(io.env);
+      const zone = opts.zone === undefined ? config.dnsbl.zone : checkZone(opts.zone);
+      const confidence = opts.confidence ?? config.dnsbl.confidence;
+      const written = await withDatabase((db) =>
+        writeDnsblFile(blacklistSnapshots(db.pool, systemClock, config.blacklistHistory), opts.out, { zone, confidence, publicUrl: config.web.publicUrl }),
+      );
+      print({ file: opts.out, zone: zone ?? null, confidence, ...written }, !!opts.json, () =>
+        `wrote ${written.entries} addresses (confidence >= ${confidence}, snapshot ${written.snapshotId}) to ${opts.out}`,
       );
     });
 

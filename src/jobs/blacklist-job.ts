@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { writeDnsblFile } from '../blacklist/dnsbl.js';
 import type { BlacklistSnapshots } from '../blacklist/repository.js';
 import type { Clock } from '../clock.js';
 import { incidentLogger } from '../logging.js';
@@ -19,7 +20,12 @@ export class BlacklistJob {
     private readonly clock: Clock,
     private readonly intervalMs: number,
     private readonly logger: Logger,
+    /** DNSBL_FILE and its options: rewritten by every process whenever the current snapshot is not the one it last wrote. */
+    private readonly dnsbl?: { file: string; zone: string | undefined; confidence: number; publicUrl: string | undefined },
   ) {}
+
+  /** The snapshot this process last wrote DNSBL_FILE from. */
+  private dnsblWritten: number | undefined;
 
   start(): void {
     // During a database outage every tick fails the same way: one line per incident. The next
@@ -28,6 +34,8 @@ export class BlacklistJob {
     const tick = () => {
       this.running ??= this.runIfDue()
         .catch((err: unknown) => incident('error', 'blacklist-job', err, 'blacklist regeneration failed; the next tick tries again'))
+        .then(() => this.exportDnsbl())
+        .catch((err: unknown) => incident('error', 'dnsbl-export', err, 'writing DNSBL_FILE failed; the next tick tries again'))
         .finally(() => (this.running = undefined));
     };
     tick();
@@ -38,6 +46,21 @@ export class BlacklistJob {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+  }
+
+  /**
+   * Writes DNSBL_FILE when the current snapshot is not the one this process last wrote it from:
+   * the regeneration may have run on another process or machine, so each one looks for itself.
+   */
+  async exportDnsbl(): Promise<void> {
+    if (!this.dnsbl) return;
+    const head = await this.snapshots.head();
+    if (!head || head.id === this.dnsblWritten) return;
+    const started = Date.now();
+    const { file, ...options } = this.dnsbl;
+    const written = await writeDnsblFile(this.snapshots, file, options);
+    this.dnsblWritten = written.snapshotId;
+    this.logger.info({ file, ...written, ms: Date.now() - started }, 'DNS blocklist written');
   }
 
   /** Regenerates when due and this process holds the lock; returns whether it did. */

@@ -427,6 +427,7 @@ export interface paths {
          *     | `iptables` | `iptables-restore --noflush FILE` | the chain `trs-blacklist` with one `DROP` rule per IPv4 entry (jump to it from `INPUT`) |
          *     | `ip6tables` | `ip6tables-restore --noflush FILE` | the same for the IPv6 entries |
          *     | `nginx` | `include FILE;` in `http {}` | `geo $trs_blacklist`: 1 for listed clients, else 0 |
+         *     | `rbldnsd` | `rbldnsd -b ADDR/PORT ZONE:combined:FILE` | a DNS blocklist (RFC 5782) for mail servers: each listed address answers `127.0.0.2` with a TXT naming its score, its categories and, with the server's public address, where to look it up; IPv4 (`ip4set`) and IPv6 (`ip6trie`), with the test entries `127.0.0.2` (listed) and `127.0.0.1` (not). No `since`, no `aggregate` |
          *
          *     An iptables chain is read rule by rule: for long lists prefer `ipset` or
          *     `nftables`. With `aggregate=true` the addresses are merged into the smallest
@@ -2409,10 +2410,10 @@ export interface components {
          */
         CheckBlockLimit: number;
         /**
-         * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
+         * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively), `nginx` (a `geo $trs_blacklist` block to include in `http {}`), or `rbldnsd` (a DNS blocklist: a `combined` data file that rbldnsd serves, listed addresses answering `127.0.0.2` with a TXT of their score and categories).
          * @example json
          */
-        BlacklistFormat: "json" | "txt" | "csv" | "cidr" | "nftables" | "ipset" | "iptables" | "ip6tables" | "nginx";
+        BlacklistFormat: "json" | "txt" | "csv" | "cidr" | "nftables" | "ipset" | "iptables" | "ip6tables" | "nginx" | "rbldnsd";
         /**
          * @description Source list. `dynamic` is the community-driven, automatically scored list; `community` is its earlier name and returns the same list. Other values are reserved.
          * @example dynamic
@@ -2950,7 +2951,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
+                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively), `nginx` (a `geo $trs_blacklist` block to include in `http {}`), or `rbldnsd` (a DNS blocklist: a `combined` data file that rbldnsd serves, listed addresses answering `127.0.0.2` with a TXT of their score and categories).
                  * @example json
                  */
                 format?: components["parameters"]["BlacklistFormat"];
@@ -3310,7 +3311,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
+                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively), `nginx` (a `geo $trs_blacklist` block to include in `http {}`), or `rbldnsd` (a DNS blocklist: a `combined` data file that rbldnsd serves, listed addresses answering `127.0.0.2` with a TXT of their score and categories).
                  * @example json
                  */
                 format?: components["parameters"]["BlacklistFormat"];
@@ -3391,7 +3392,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively) or `nginx` (a `geo $trs_blacklist` block to include in `http {}`).
+                 * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively), `nginx` (a `geo $trs_blacklist` block to include in `http {}`), or `rbldnsd` (a DNS blocklist: a `combined` data file that rbldnsd serves, listed addresses answering `127.0.0.2` with a TXT of their score and categories).
                  * @example json
                  */
                 format?: components["parameters"]["BlacklistFormat"];
