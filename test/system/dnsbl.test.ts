@@ -1,6 +1,6 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -9,6 +9,7 @@ import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { runCli } from '../support/cli.js';
 import { call } from '../support/http.js';
 import { reportFromAccounts } from '../support/reports.js';
+import { createNetns } from '../support/netns.js';
 import { missingTools, requireTools } from '../support/tools.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -20,6 +21,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
  */
 const execFileAsync = promisify(execFile);
 const missing = missingTools(['rbldnsd', 'dig']);
+const missingForPostfix = missingTools(['ip', 'rbldnsd', 'postfix', 'python3'], { netns: true });
 const ZONE = 'bl.trs.test';
 const LISTED = ['45.155.205.4', '45.155.205.5', '2a0d:5600:24::2'];
 const UNLISTED = '198.51.100.77';
@@ -122,6 +124,102 @@ describe('the DNS blocklist', () => {
       expect(result.err).toMatch(/not a DNS zone name/);
     }
     expect(() => readFileSync(file)).toThrow();
+  });
+});
+
+describe('a mail server using the DNS blocklist', () => {
+  beforeEach((ctx) => requireTools(ctx, missingForPostfix));
+
+  /**
+   * Postfix in a scratch network namespace, whose resolver is rbldnsd on 127.0.0.1:53 serving
+   * the exported file; clients connect from a listed and an unlisted address of the namespace.
+   */
+  it('Postfix refuses a listed client with the list\'s TXT and takes an unlisted one', { timeout: 90_000 }, async () => {
+    const file = path.join(work, 'trs.rbldnsd');
+    const exported = await runCli({ ...process.env, DATABASE_URL: s.db.url, LOG_LEVEL: 'warn' }, 'dnsbl', 'export', '--zone', ZONE, '--confidence', '50', '--out', file);
+    expect(exported.code).toBe(0);
+    const ns = await createNetns('trs-dnsbl');
+    const resolvConf = path.join('/etc/netns', ns.name);
+    const pf = path.join(work, 'postfix');
+    try {
+      // `ip netns exec` mounts /etc/netns/<name>/resolv.conf over the namespace's resolver.
+      mkdirSync(resolvConf, { recursive: true });
+      writeFileSync(path.join(resolvConf, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+      for (const dir of ['etc', 'queue', 'data']) mkdirSync(path.join(pf, dir), { recursive: true });
+      const postfixUser = await execFileAsync('id', ['-u', 'postfix']);
+      chownSync(path.join(pf, 'data'), Number(postfixUser.stdout.trim()), -1);
+      writeFileSync(
+        path.join(pf, 'etc', 'main.cf'),
+        [
+          'compatibility_level = 3.6',
+          `queue_directory = ${pf}/queue`,
+          `data_directory = ${pf}/data`,
+          `maillog_file = ${pf}/maillog`,
+          `maillog_file_prefixes = ${pf}`,
+          'myhostname = mx.trs.test',
+          'mydestination = mx.trs.test',
+          'inet_interfaces = 127.0.0.1',
+          'inet_protocols = ipv4',
+          'alias_maps =',
+          'alias_database =',
+          'local_recipient_maps =',
+          `smtpd_client_restrictions = reject_rbl_client ${ZONE}=127.0.0.2`,
+          'smtpd_recipient_restrictions = permit_auth_destination, reject',
+          '',
+        ].join('\n'),
+      );
+      const service = (name: string, type: string, priv: string, limit = '-') => `${name} ${type} ${priv} - n - ${limit} ${name === 'smtp' ? 'smtpd' : name === 'defer' || name === 'trace' ? 'bounce' : name === 'retry' ? 'error' : name === 'rewrite' ? 'trivial-rewrite' : name}`;
+      writeFileSync(
+        path.join(pf, 'etc', 'master.cf'),
+        [
+          service('smtp', 'inet', 'n'),
+          service('pickup', 'unix', 'n', '1'),
+          service('cleanup', 'unix', 'n', '0'),
+          service('qmgr', 'unix', 'n', '1'),
+          service('rewrite', 'unix', '-'),
+          service('bounce', 'unix', '-', '0'),
+          service('defer', 'unix', '-', '0'),
+          service('trace', 'unix', '-', '0'),
+          service('verify', 'unix', '-', '1'),
+          service('proxymap', 'unix', '-'),
+          service('anvil', 'unix', '-', '1'),
+          service('scache', 'unix', '-', '1'),
+          'postlog unix-dgram n - n - 1 postlogd',
+          service('error', 'unix', '-'),
+          service('retry', 'unix', '-'),
+          service('discard', 'unix', '-'),
+          '',
+        ].join('\n'),
+      );
+      await ns.sh('ip addr add 45.155.205.4/32 dev lo && ip addr add 198.51.100.77/32 dev lo');
+      await ns.sh(`rbldnsd -b 127.0.0.1/53 -w ${work} -p ${work}/rbldnsd.pid ${ZONE}:combined:trs.rbldnsd`);
+      await ns.sh(`postfix -c ${pf}/etc start`);
+      // What a client is told at RCPT TO (Postfix applies the client restrictions there).
+      const client = `import smtplib, sys
+s = smtplib.SMTP('127.0.0.1', 25, source_address=(sys.argv[1], 0), timeout=20)
+s.ehlo('client.example')
+s.mail('sender@example.org')
+code, msg = s.rcpt('postmaster@mx.trs.test')
+print(code, msg.decode())
+s.quit()`;
+      const ask = async (from: string) => {
+        for (let i = 0; ; i++) {
+          try {
+            return (await ns.sh(`python3 - ${from}`, client)).out.trim();
+          } catch (err) {
+            if (i > 30) throw err;
+            await new Promise((resolve) => setTimeout(resolve, 200)); // smtpd not listening yet
+          }
+        }
+      };
+      expect(await ask('45.155.205.4')).toMatch(new RegExp(`^554 5\\.7\\.1 Service unavailable; Client host \\[45\\.155\\.205\\.4\\] blocked using ${ZONE.replace(/\./g, '\\.')}; Listed, abuse confidence \\d+, categories 18 22`));
+      expect(await ask('198.51.100.77')).toBe('250 2.1.5 Ok');
+    } finally {
+      await ns.sh(`postfix -c ${pf}/etc stop`).catch(() => undefined);
+      await ns.sh(`kill $(cat ${work}/rbldnsd.pid)`).catch(() => undefined);
+      await ns.remove();
+      rmSync(resolvConf, { recursive: true, force: true });
+    }
   });
 });
 
