@@ -8,8 +8,10 @@ import { defineConfig } from 'vitest/config';
  *   a database clone of the file's own; I/O-bound, so more files at once than there are cores.
  * - `system` (test/system): real processes (the server, the supervisor, a private PostgreSQL,
  *   the CLI's binary), Chromium, network namespaces, fail2ban and the CrowdSec bouncers, the code
- *   samples and contrib recipes; one file at a time, and after the other two projects are done,
- *   so its drains, restarts and timings never share the machine with another test file.
+ *   samples and contrib recipes, and the files whose measure depends on having the machine to
+ *   themselves (relay-outage's delivery race against a provider that stops, data-growth's bytes
+ *   of bloat under its own concurrency); one file at a time, and after the other two projects
+ *   are done, so their drains, restarts and timings never share the machine with another file.
  *
  * Vitest runs one `sequence.groupOrder` group at a time, lowest first: `unit` and `component`
  * together (3 files at a time on the 2-core CI machine: the component files mostly wait on
