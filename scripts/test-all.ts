@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 /** The steps, as `npm test` has always run them. */
-const STEPS = ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] as const;
+const STEPS = ['lint:api', 'lint:imports', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] as const;
 type Step = (typeof STEPS)[number];
 
 const run = `${new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-')}-${process.pid}-${randomBytes(2).toString('hex')}`;

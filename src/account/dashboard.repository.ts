@@ -7,8 +7,8 @@ import { firstShownSiteDay } from '../keys/sites.js';
 import type { UsageReader } from '../keys/usage.js';
 import { relayTierOf } from '../relay/policy.js';
 import type { RelayService } from '../relay/service.js';
-import type { AuditRow } from './audit.js';
-import type { AuditTrail } from './audit.repository.js';
+import type { AuditRow } from '../audit/trail.js';
+import type { AuditTrail } from '../audit/repository.js';
 
 export interface AccountRow {
   id: number;

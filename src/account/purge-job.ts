@@ -5,7 +5,7 @@ import { transaction, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.repository.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
-import { AuditTrail } from './audit.repository.js';
+import { AuditTrail } from '../audit/repository.js';
 import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
 

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { AccountError } from '../account/accounts.js';
-import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../account/audit.js';
+import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../audit/trail.js';
 import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.repository.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';

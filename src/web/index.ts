@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
-import { AuditTrail } from '../account/audit.repository.js';
+import { AuditTrail } from '../audit/repository.js';
 import { Dashboard } from '../account/dashboard.repository.js';
 import { AccountMailer } from '../account/mailer.js';
 import { sharedSecret } from '../account/secrets.repository.js';
