@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { before, type Clock } from '../clock.js';
 import { loadConfig, type RelayConfig, type WebConfig } from '../config.js';
-import { transaction, type Pool } from '../db/pool.js';
+import { transaction, tryTransactionLock, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.repository.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository } from './repository.js';
@@ -45,8 +45,7 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
   return transaction(
     pool,
     async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [PURGE_LOCK]);
-      if (!rows[0]!.locked) return undefined;
+      if (!(await tryTransactionLock(client, PURGE_LOCK))) return undefined;
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
       return {
         sessions: await sessions.purge(),

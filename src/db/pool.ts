@@ -165,6 +165,15 @@ export async function withClient<T>(pool: Pool, work: (client: Connection) => Pr
   }
 }
 
+/**
+ * Takes the transaction-scoped advisory lock `key` if no other transaction holds it: false when
+ * one does (scheduled work that one process at a time does, whichever takes the lock first).
+ */
+export async function tryTransactionLock(tx: Connection, key: number): Promise<boolean> {
+  const { rows } = await tx.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [key]);
+  return rows[0]!.locked;
+}
+
 /** Whether the database answers: one round trip (the readiness check). */
 export async function ping(pool: Pool): Promise<void> {
   await pool.query('select 1');
