@@ -131,7 +131,7 @@ whitelist
   .option('--note <text>', 'why it is whitelisted', '')
   .option('--json', 'print a JSON object')
   .action(async (input: string, opts: { note: string; json?: boolean }) => {
-    const result = await withDatabase((db) => new Whitelist(db.pool).add(input, opts.note));
+    const result = await withDatabase((db) => new Whitelist(db.orm.em).add(input, opts.note));
     print(result, !!opts.json, () => (result.added ? `whitelisted ${result.range}` : `${result.range} was already whitelisted`));
   });
 
@@ -140,7 +140,7 @@ whitelist
   .description('remove an address or range from the whitelist')
   .option('--json', 'print a JSON object')
   .action(async (input: string, opts: { json?: boolean }) => {
-    const result = await withDatabase((db) => new Whitelist(db.pool).remove(input));
+    const result = await withDatabase((db) => new Whitelist(db.orm.em).remove(input));
     if (!result.removed) process.exitCode = 1;
     print(result, !!opts.json, () => (result.removed ? `removed ${result.range}` : `${result.range} is not whitelisted`));
   });
@@ -150,7 +150,7 @@ whitelist
   .description('list the whitelist')
   .option('--json', 'print a JSON array')
   .action(async (opts: { json?: boolean }) => {
-    const entries = await withDatabase((db) => new Whitelist(db.pool).list());
+    const entries = await withDatabase((db) => new Whitelist(db.orm.em).list());
     print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
   });
 

@@ -67,7 +67,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
 
   it('reports what a regeneration added and what left the list', async () => {
     await reportFromAccounts(s, ['193.32.162.10']);
-    await new Whitelist(s.pool).add(LISTED[1]!, 'a customer');
+    await new Whitelist(s.orm.em).add(LISTED[1]!, 'a customer');
     s.clock.advance(10_000);
     await regenerate();
     const res = await pull();
@@ -77,7 +77,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
     expect(res.body.deleted[0]).toMatchObject({ duration: '0s', scope: 'Ip', type: 'ban' });
     s.clock.advance(10_000);
     expect((await pull()).body).toEqual({ new: [], deleted: [] });
-    await new Whitelist(s.pool).remove(LISTED[1]!);
+    await new Whitelist(s.orm.em).remove(LISTED[1]!);
   });
 
   it('renews every decision once in 12 hours, as a deletion and a new decision of the same answer', async () => {
