@@ -1,61 +1,39 @@
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
+import type { IpStats } from '../db/entities/reputation.js';
 import type { Role } from '../keys/roles.js';
 import type { ScoreInput } from './score.js';
 
-/** The per-IP aggregate, maintained on write: a lookup never scans the reports. */
-export interface IpAggregate {
-  ip: string;
-  totalReports: number;
-  reportRows: number;
-  uniqueReporters: number;
-  honeypotReports: number;
+/** The per-IP aggregate, maintained on write (ip_stats): a lookup never scans the reports. */
+export type IpAggregate = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'> & {
+  /** Null for an address without reports. */
   lastReportedAt: Date | null;
-  categories: number[];
-  maxSeverity: number;
-  decaySum: number;
-  countryCode: string | null;
-  asn: number | null;
-  isp: string | null;
+  /** Whether the operator's whitelist covers the address. */
   whitelisted: boolean;
-  positiveFeedback: number;
-}
+};
 
-interface AggregateRow {
-  ip: string;
-  total_reports: number | null;
-  report_rows: number | null;
-  unique_reporters: number | null;
-  honeypot_reports: number | null;
-  last_reported_at: Date | null;
-  categories: number[] | null;
-  max_severity: number | null;
-  decay_sum: number | null;
-  country_code: string | null;
-  asn: number | null;
-  isp: string | null;
-  whitelisted: boolean;
-  positive_feedback: number | null;
-}
+/** An aggregate as the statements read it, a left join: the entity's properties, null where the address has none. */
+type AggregateRow = Pick<IpAggregate, 'ip' | 'whitelisted'> & { [K in Exclude<keyof IpAggregate, 'ip' | 'whitelisted'>]: IpAggregate[K] | null };
 
-const AGGREGATE_COLUMNS = `s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports,
-  s.last_reported_at, s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp, s.positive_feedback`;
+const AGGREGATE_COLUMNS = `s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+  s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories, s.max_severity as "maxSeverity",
+  s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp, s.positive_feedback as "positiveFeedback"`;
 
 function toAggregate(row: AggregateRow): IpAggregate {
   return {
     ip: row.ip,
-    totalReports: row.total_reports ?? 0,
-    reportRows: row.report_rows ?? 0,
-    uniqueReporters: row.unique_reporters ?? 0,
-    honeypotReports: row.honeypot_reports ?? 0,
-    lastReportedAt: row.last_reported_at,
+    totalReports: row.totalReports ?? 0,
+    reportRows: row.reportRows ?? 0,
+    uniqueReporters: row.uniqueReporters ?? 0,
+    honeypotReports: row.honeypotReports ?? 0,
+    lastReportedAt: row.lastReportedAt,
     categories: row.categories ?? [],
-    maxSeverity: row.max_severity ?? 0,
-    decaySum: row.decay_sum ?? 0,
-    countryCode: row.country_code,
+    maxSeverity: row.maxSeverity ?? 0,
+    decaySum: row.decaySum ?? 0,
+    countryCode: row.countryCode,
     asn: row.asn,
     isp: row.isp,
     whitelisted: row.whitelisted,
-    positiveFeedback: row.positive_feedback ?? 0,
+    positiveFeedback: row.positiveFeedback ?? 0,
   };
 }
 
