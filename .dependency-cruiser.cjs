@@ -52,13 +52,20 @@ module.exports = {
       severity: 'error',
       comment:
         'The configuration, the data layer (src/db/) and the shared modules never import an area, an edge or the ' +
-        "composition root: they are what everything else stands on. (db/entities.ts may name the role table's " +
-        'ROLES, a module that imports nothing: the schema checks accounts.role against it.)',
+        "composition root: they are what everything else stands on. (They may name the type Role of the role " +
+        'table, keys/roles.ts, which imports nothing: a type only, erased when compiled; see the next rule.)',
       from: { path: `^src/config\\.ts$|^src/db/|${SHARED}` },
       to: {
         path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app)\\.ts$`,
         pathNot: '^src/keys/roles\\.ts$',
       },
+    },
+    {
+      name: 'bottom-names-roles-as-a-type-only',
+      severity: 'error',
+      comment: 'The configuration, the data layer and the shared modules name the role table (keys/roles.ts) as a type only.',
+      from: { path: `^src/config\\.ts$|^src/db/|${SHARED}` },
+      to: { path: '^src/keys/roles\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'db-and-shared-not-to-config',
