@@ -171,7 +171,7 @@ export function buildApp(deps: AppDeps): Express {
     ...blacklistHandlers(blacklist, snapshots),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
-    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), sites, clock)),
+    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(em), sites, clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
     ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),
