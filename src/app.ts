@@ -48,7 +48,8 @@ import { receiptsRouter } from './relay/receipts.js';
 import { RelayRepository } from './relay/repository.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { RelayService, relayLimits } from './relay/service.js';
-import { SmsTemplates } from './relay/delivery/templates.repository.js';
+import { SmsTemplates } from './relay/delivery/templates.js';
+import { SmsTemplateRepository } from './relay/delivery/templates.repository.js';
 import { StatsRepository } from './stats/repository.js';
 import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
@@ -142,7 +143,7 @@ export function buildApp(deps: AppDeps): Express {
   const sites = new KeySites(pool, clock);
   const stats = new StatsService(new StatsRepository(pool), categories, snapshots, clock);
   const relayMessages = new RelayRepository(pool);
-  const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(pool, clock));
+  const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(new SmsTemplateRepository(em), clock));
   const ledger = new BundleLedger(pool, clock);
   const web = buildWeb({
     orm,

@@ -20,8 +20,8 @@ import { BUNDLES } from '../relay/policy.js';
 import { RelayRepository, type RelayMessageView } from '../relay/repository.js';
 import { writeFile } from 'node:fs/promises';
 import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/service.js';
-import { TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
-import { SmsTemplates } from '../relay/delivery/templates.repository.js';
+import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
+import { SmsTemplateRepository } from '../relay/delivery/templates.repository.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
@@ -290,7 +290,7 @@ templates
   .description('list the templates and their languages')
   .option('--json', 'print a JSON array')
   .action(async (opts: { json?: boolean }) => {
-    const rows = await withDatabase((db) => new SmsTemplates(db.pool, systemClock).list());
+    const rows = await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).list());
     print(rows, !!opts.json, () => rows.map((r) => `${r.code.padEnd(22)} ${r.lang}  ${r.builtin ? '(built in) ' : ''}${r.body}`).join('\n'));
   });
 
@@ -298,7 +298,7 @@ templates
   .command('set <code> <lang> <text>')
   .description('add or replace a template text in a language, e.g. set 2fa_login it "Il tuo codice è {code}. Scade tra {expiry}."')
   .action(async (code: string, lang: string, text: string) => {
-    await withDatabase((db) => new SmsTemplates(db.pool, systemClock).set(code, lang, text));
+    await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).set(code, lang, text));
     process.stdout.write(`template ${code} (${lang}) saved; every server process uses it within ${TEMPLATES_TTL_MS / 1000} s\n`);
   });
 
@@ -306,7 +306,7 @@ templates
   .command('remove <code> <lang>')
   .description('remove a template text')
   .action(async (code: string, lang: string) => {
-    const removed = await withDatabase((db) => new SmsTemplates(db.pool, systemClock).remove(code, lang));
+    const removed = await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).remove(code, lang));
     if (!removed) process.exitCode = 1;
     process.stdout.write(removed ? `removed ${code} (${lang})\n` : `no template ${code} (${lang})\n`);
   });
