@@ -162,7 +162,7 @@ export function buildApp(deps: AppDeps): Express {
     ledger,
     webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
-  const bouncerRepository = new BouncerRepository(pool);
+  const bouncerRepository = new BouncerRepository(em);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
   const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes);
   const handlers: Handlers = {

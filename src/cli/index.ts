@@ -333,7 +333,7 @@ rules
   });
 
 const bouncerCommands = program.command('bouncers').description('CrowdSec bouncers: a key each for /crowdsec/v1, with its choice of list');
-const bouncersIn = (db: Database) => new Bouncers(new BouncerRepository(db.pool), new CategoryService(db.orm.em.fork(), systemClock), systemClock);
+const bouncersIn = (db: Database) => new Bouncers(new BouncerRepository(db.orm.em), new CategoryService(db.orm.em.fork(), systemClock), systemClock);
 
 function score(value: string): number {
   const n = Number(value);
