@@ -128,7 +128,7 @@ export function buildApp(deps: AppDeps): Express {
   const { orm, pool, geo, relayQueue, metrics, config, logger, clock, api } = deps;
   const drain = deps.drain ?? new Drain();
   const em = orm.em;
-  const lastUsed = new KeyLastUsed(pool, clock);
+  const lastUsed = new KeyLastUsed(em, clock);
   const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock, (keyId) => lastUsed.touch(keyId));
   const meter = new Meter(pool, clock, config.publicLimits);
   const metering = new Metering(meter, clock, metrics);

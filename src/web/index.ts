@@ -89,7 +89,7 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
     reputation: parts.reputation,
     stripe,
     csrfKey: () => {
-      csrfKey ??= sharedSecret(pool, 'csrf');
+      csrfKey ??= sharedSecret(parts.orm.em, 'csrf');
       csrfKey.catch(() => (csrfKey = undefined));
       return csrfKey;
     },
