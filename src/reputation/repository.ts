@@ -1,5 +1,5 @@
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
-import type { IpStats } from '../db/entities/reputation.js';
+import type { IpStats, Report } from '../db/entities/reputation.js';
 import type { Role } from '../keys/roles.js';
 import type { ScoreInput } from './score.js';
 
@@ -43,14 +43,7 @@ export interface CheckedAddress extends ScoreInput {
   categories: number[];
 }
 
-export interface ReportRecord {
-  id: number;
-  categories: number[];
-  comment: string;
-  reportedAt: Date;
-  reporterRole: Role;
-  aggregationCount: number;
-}
+export type ReportRecord = Pick<Report, 'id' | 'categories' | 'comment' | 'reportedAt' | 'reporterRole' | 'aggregationCount'>;
 
 /** One report of a batch, already validated and normalised. */
 export interface NewReport {
@@ -185,9 +178,9 @@ export class ReputationRepository {
         values: [ip, since],
       }),
       limit > 0
-        ? this.pool.query<{ reported_at: Date; categories: number[]; comment: string; reporter_country: string | null }>({
+        ? this.pool.query<Pick<Report, 'reportedAt' | 'categories' | 'comment' | 'reporterCountry'>>({
             name: 'reports-since',
-            text: `select reported_at, categories, comment, reporter_country from reports
+            text: `select reported_at as "reportedAt", categories, comment, reporter_country as "reporterCountry" from reports
                     where ip = $1 and reported_at >= $2 order by reported_at desc, id desc limit $3`,
             values: [ip, since, limit],
           })
@@ -198,7 +191,7 @@ export class ReputationRepository {
       totalReports: total,
       distinctReporters: reporters,
       lastReportedAt: last,
-      reports: listed.rows.map((r) => ({ reportedAt: r.reported_at, categories: r.categories, comment: r.comment, reporterCountry: r.reporter_country })),
+      reports: listed.rows,
     };
   }
 
@@ -235,28 +228,14 @@ export class ReputationRepository {
 
   /** Reports about an address, newest first. */
   async history(ip: string, limit: number, offset: number): Promise<ReportRecord[]> {
-    const { rows } = await this.pool.query<{
-      id: number;
-      categories: number[];
-      comment: string;
-      reported_at: Date;
-      reporter_role: Role;
-      aggregation_count: number;
-    }>({
+    const { rows } = await this.pool.query<ReportRecord>({
       name: 'report-history',
-      text: `select id, categories, comment, reported_at, reporter_role, aggregation_count
+      text: `select id, categories, comment, reported_at as "reportedAt", reporter_role as "reporterRole", aggregation_count as "aggregationCount"
                from reports where ip = $1
               order by reported_at desc, id desc limit $2 offset $3`,
       values: [ip, limit, offset],
     });
-    return rows.map((r) => ({
-      id: r.id,
-      categories: r.categories,
-      comment: r.comment,
-      reportedAt: r.reported_at,
-      reporterRole: r.reporter_role,
-      aggregationCount: r.aggregation_count,
-    }));
+    return rows;
   }
 
   /** Addresses whose text starts with `prefix`, in address order (an index range scan). */

@@ -1,6 +1,7 @@
 import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 import type { Account } from '../entities.js';
 import { bigintNumber, numberArray } from './types.js';
+import type { Role } from '../../keys/roles.js';
 
 /** Addresses are canonical text (IPv4 dotted quad, IPv6 RFC 5952), so a prefix search is a range scan. */
 export interface Report {
@@ -8,7 +9,7 @@ export interface Report {
   id: number;
   ip: string;
   account: Account;
-  reporterRole: string;
+  reporterRole: Role;
   categories: number[];
   comment: string;
   reportedAt: Date;
