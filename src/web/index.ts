@@ -3,7 +3,7 @@ import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AuditTrail } from '../audit/repository.js';
-import { Dashboard } from '../account/dashboard.repository.js';
+import { Dashboard } from '../account/dashboard.js';
 import { AccountMailer } from '../account/mailer.js';
 import { sharedSecret } from '../account/secrets.repository.js';
 import { HashGate } from '../account/passwords.js';
