@@ -27,7 +27,7 @@ import path from 'node:path';
 
 /** The steps of each profile: `all`, as `npm test` has always run them, and `node` (above). */
 const PROFILES = {
-  all: { label: 'npm test', steps: ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] },
+  all: { label: 'npm test', steps: ['lint:api', 'lint:imports', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'] },
   node: { label: 'npm run test:node', steps: ['test:component', 'test:contract'] },
 } as const;
 type Profile = keyof typeof PROFILES;

@@ -48,7 +48,8 @@ import { receiptsRouter } from './relay/receipts.js';
 import { RelayRepository } from './relay/repository.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { RelayService, relayLimits } from './relay/service.js';
-import { SmsTemplates } from './relay/delivery/templates.repository.js';
+import { SmsTemplates } from './relay/delivery/templates.js';
+import { SmsTemplateRepository } from './relay/delivery/templates.repository.js';
 import { StatsRepository } from './stats/repository.js';
 import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
@@ -127,7 +128,7 @@ export function buildApp(deps: AppDeps): Express {
   const { orm, pool, geo, relayQueue, metrics, config, logger, clock, api } = deps;
   const drain = deps.drain ?? new Drain();
   const em = orm.em;
-  const lastUsed = new KeyLastUsed(pool, clock);
+  const lastUsed = new KeyLastUsed(em, clock);
   const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock, (keyId) => lastUsed.touch(keyId));
   const meter = new Meter(pool, clock, config.publicLimits);
   const metering = new Metering(meter, clock, metrics);
@@ -142,7 +143,7 @@ export function buildApp(deps: AppDeps): Express {
   const sites = new KeySites(pool, clock);
   const stats = new StatsService(new StatsRepository(pool), categories, snapshots, clock);
   const relayMessages = new RelayRepository(pool);
-  const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(pool, clock));
+  const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(new SmsTemplateRepository(em), clock));
   const ledger = new BundleLedger(pool, clock);
   const web = buildWeb({
     orm,
@@ -161,7 +162,7 @@ export function buildApp(deps: AppDeps): Express {
     ledger,
     webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
-  const bouncerRepository = new BouncerRepository(pool);
+  const bouncerRepository = new BouncerRepository(em);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
   const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes, (config.web ?? loadConfig({}).web).publicUrl);
   const handlers: Handlers = {
@@ -171,7 +172,7 @@ export function buildApp(deps: AppDeps): Express {
     ...blacklistHandlers(blacklist, snapshots),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
-    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), sites, clock)),
+    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(em), sites, clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
     ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),

@@ -1,5 +1,5 @@
 import type { BlacklistService } from '../blacklist/service.js';
-import { sendBlacklist } from '../blacklist/handlers.js';
+import { sendList } from '../http/lists.js';
 import { sourceIp } from '../http/metering.js';
 import type { Handlers, ResponseOf } from '../http/types.js';
 import type { AbuseIpdbService } from './service.js';
@@ -21,7 +21,7 @@ export function abuseipdbHandlers(abuseipdb: AbuseIpdbService, blacklist: Blackl
 
     async abuseipdbBlacklist(req, res) {
       const plaintext = flag(req.query.plaintext) || /^text\/plain\b/i.test(req.headers.accept ?? '');
-      await sendBlacklist(res, blacklist, abuseipdb.listParams(req.query, plaintext), 'abuseipdb', req.headers['if-none-match']);
+      await sendList(res, await blacklist.list(abuseipdb.listParams(req.query, plaintext), 'abuseipdb', res.locals.meteredRead), req.headers['if-none-match']);
     },
 
     async abuseipdbBulkReport(req, res) {

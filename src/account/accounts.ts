@@ -7,7 +7,7 @@ import { DomainError } from '../errors.js';
 import { checkLicences } from '../keys/service.js';
 import { revokeAccountKeys } from '../keys/repository.js';
 import { checkSmsPrefix, MESSAGE_LIMITS, MessageRuleError } from '../relay/message-rules.js';
-import type { Actor } from './audit.js';
+import type { Actor } from '../audit/trail.js';
 import type { AccountMail, AccountMailer } from './mailer.js';
 import { DummyPassword, hashPassword, needsRehash, passwordProblem, UNBOUNDED_HASHING, verifyPassword, type HashGate } from './passwords.js';
 import { looksLikeToken, newToken, tokenHash } from './secrets.js';

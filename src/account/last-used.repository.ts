@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
-import type { Queryable } from '../db/pool.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiKeyEntity } from '../db/entities.js';
 
 /** Keys a process remembers having written; past it, it forgets them all and writes again. */
 const REMEMBERED_MAX = 50_000;
@@ -14,7 +15,7 @@ export class KeyLastUsed {
   private readonly written = new Map<string, number>();
 
   constructor(
-    private readonly db: Queryable,
+    private readonly em: EntityManager,
     private readonly clock: Clock,
     private readonly resolutionMs = 5 * 60_000,
   ) {}
@@ -25,8 +26,10 @@ export class KeyLastUsed {
     if (last !== undefined && now - last < this.resolutionMs) return;
     if (this.written.size >= REMEMBERED_MAX) this.written.clear();
     this.written.set(keyId, now);
-    this.db
-      .query('update api_keys set last_used_at = $2 where id = $1 and (last_used_at is null or last_used_at < $2)', [keyId, new Date(now)])
+    const at = new Date(now);
+    this.em
+      .fork()
+      .nativeUpdate(ApiKeyEntity, { id: keyId, $or: [{ lastUsedAt: null }, { lastUsedAt: { $lt: at } }] }, { lastUsedAt: at })
       .catch(() => this.written.delete(keyId));
   }
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { before, DAY_MS, type Clock } from '../clock.js';
 import { loadConfig, type Config, type RelayConfig, type WebConfig } from '../config.js';
-import { transaction, type Pool } from '../db/pool.js';
+import { transaction, tryTransactionLock, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.repository.js';
 import { Meter } from '../keys/usage.js';
 import { StatsRepository } from '../stats/repository.js';
@@ -9,7 +9,7 @@ import { ReportPartitions, type Expired } from '../reputation/partitions.reposit
 import { EPOCH_MS, HALF_LIFE_MS } from '../reputation/score.js';
 import { RelayRepository } from '../relay/repository.js';
 import { AccountRepository, UNVERIFIED_ACCOUNT_DAYS } from './repository.js';
-import { AuditTrail } from './audit.repository.js';
+import { AuditTrail } from '../audit/repository.js';
 import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
 
@@ -70,8 +70,7 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
   return transaction(
     pool,
     async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [PURGE_LOCK]);
-      if (!rows[0]!.locked) return undefined;
+      if (!(await tryTransactionLock(client, PURGE_LOCK))) return undefined;
       const sessions = new Sessions(client, clock, { absoluteMs: config.sessionAbsoluteMs, idleMs: config.sessionIdleMs });
       const relay = new RelayRepository(pool);
       const accounts = new AccountRepository(pool);

@@ -1,7 +1,7 @@
 import type { Role } from '../keys/roles.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import { type AuditEntry } from './audit.js';
-import { recordAudit } from './audit.repository.js';
+import { type AuditEntry } from '../audit/trail.js';
+import { recordAudit } from '../audit/repository.js';
 
 /** An account's web login. */
 export interface LoginRow {
@@ -23,7 +23,7 @@ export interface OperatorRow {
 /**
  * The statements of accounts on the web: the accounts' logins, their one-time links
  * (account_tokens, by hash) and the invite codes (by hash). Sessions, throttles and the audit
- * trail have their own stores beside it (sessions.repository.ts, throttle.repository.ts, audit.repository.ts).
+ * trail have their own stores beside it (sessions.repository.ts, throttle.repository.ts; the audit trail is src/audit/).
  */
 /** How long a web sign-up may stay unconfirmed before the purge deletes it. */
 export const UNVERIFIED_ACCOUNT_DAYS = 30;

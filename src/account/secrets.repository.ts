@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../db/pool.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WebSecretEntity } from '../db/entities/accounts.js';
 
 /**
  * A secret the server makes once and every process shares through the database (the CSRF key):
  * the first process to ask creates it, the others read the same row.
  */
-export async function sharedSecret(db: Queryable, name: string): Promise<Buffer> {
-  await db.query('insert into web_secrets (name, value) values ($1, $2) on conflict (name) do nothing', [name, randomBytes(32)]);
-  const { rows } = await db.query<{ value: Buffer }>('select value from web_secrets where name = $1', [name]);
-  return rows[0]!.value;
+export async function sharedSecret(em: EntityManager, name: string): Promise<Buffer> {
+  const fork = em.fork();
+  await fork.createQueryBuilder(WebSecretEntity).insert({ name, value: randomBytes(32) }).onConflict('name').ignore().execute('run');
+  return (await fork.findOneOrFail(WebSecretEntity, name)).value;
 }

@@ -1,35 +1,18 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { sendData } from '../http/envelope.js';
-import { ifNoneMatchHas } from '../http/etag.js';
+import { sendList } from '../http/lists.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { BlacklistService, ListParams, ListVariant } from './service.js';
 import type { BlacklistSnapshots } from './repository.js';
 
 /** The deprecated forms: deprecated since 2025-01-01, to be removed after 2027-12-31. */
-const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;
-const SUNSET = new Date(Date.UTC(2027, 11, 31, 23, 59, 59)).toUTCString();
+const DEPRECATED = { since: new Date(Date.UTC(2025, 0, 1)), sunset: new Date(Date.UTC(2027, 11, 31, 23, 59, 59)) };
 
-/** Sends a list: its ETag, 304 when If-None-Match names it, else the body as it is read. */
-export async function sendBlacklist(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
+/** Sends a list of `variant`, the deprecated forms naming their successor. */
+async function sendBlacklist(res: Response, list: BlacklistService, params: ListParams, variant: ListVariant, ifNoneMatch?: string) {
   const answer = await list.list(params, variant, res.locals.meteredRead);
-  res.setHeader('ETag', answer.etag);
-  res.setHeader('Cache-Control', 'private, no-cache');
-  if (variant !== 'standard' && variant !== 'abuseipdb') {
-    res.setHeader('Deprecation', DEPRECATION);
-    res.setHeader('Sunset', SUNSET);
-    res.setHeader('Link', `</api/v2/blacklist${variant === 'git' ? '?format=txt' : ''}>; rel="successor-version"`);
-  }
-  if (ifNoneMatchHas(ifNoneMatch, answer.etag)) {
-    res.status(304).end();
-    return;
-  }
-  const { contentType, body } = await answer.open();
-  res.status(200).setHeader('Content-Type', contentType);
-  // A kept list goes out as it is, encoded once; one being read streams.
-  if (Buffer.isBuffer(body)) res.end(body);
-  else await pipeline(Readable.from(body), res);
+  const deprecated = variant !== 'standard' && variant !== 'abuseipdb';
+  await sendList(res, answer, ifNoneMatch, deprecated ? { ...DEPRECATED, successor: `/api/v2/blacklist${variant === 'git' ? '?format=txt' : ''}` } : undefined);
 }
 
 export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSnapshots): Handlers {

@@ -2,6 +2,7 @@ import type { QueryResultRow } from 'pg';
 import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
 import type { BlacklistEntry } from '../db/entities/blacklist.js';
+import type { IpStats } from '../db/entities/reputation.js';
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { sql } from '../db/sql.js';
 import { silentProgress, type Progress } from '../progress.js';
@@ -181,21 +182,8 @@ export function emptyStats(): BlacklistStats {
 /** The score from which an address counts on the community list of /blacklist-stats. */
 const COMMUNITY_MIN = 25;
 
-interface AggregateRow {
-  ip: string;
-  total_reports: number;
-  report_rows: number;
-  unique_reporters: number;
-  honeypot_reports: number;
-  last_reported_at: Date;
-  categories: number[];
-  max_severity: number;
-  decay_sum: number;
-  country_code: string | null;
-  asn: number | null;
-  isp: string | null;
-  positive_feedback: number;
-}
+/** An address's aggregate as the regeneration scores it: the entity's properties. */
+type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'lastReportedAt' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'>;
 
 /**
  * The blacklist as snapshots in PostgreSQL: the scheduled job scores every reported address
@@ -411,32 +399,17 @@ export class BlacklistSnapshots {
         ) on commit drop`);
       await client.query(
         `declare reported no scroll cursor for
-           select s.ip, s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports, s.last_reported_at,
-                  s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp, s.positive_feedback
+           select s.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+                  s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
+                  s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
+                  s.positive_feedback as "positiveFeedback"
              from ip_stats s
             where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
       );
       for (;;) {
         const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
         if (rows.length === 0) break;
-        const scores = rows.map((r) =>
-          this.scoreOf({
-            ip: r.ip,
-            totalReports: r.total_reports,
-            reportRows: r.report_rows,
-            uniqueReporters: r.unique_reporters,
-            honeypotReports: r.honeypot_reports,
-            lastReportedAt: r.last_reported_at,
-            categories: r.categories,
-            maxSeverity: r.max_severity,
-            decaySum: r.decay_sum,
-            countryCode: r.country_code,
-            asn: r.asn,
-            isp: r.isp,
-            whitelisted: false,
-            positiveFeedback: r.positive_feedback,
-          }),
-        );
+        const scores = rows.map((r) => this.scoreOf({ ...r, whitelisted: false }));
         await client.query(
           `insert into blacklist_staging
            select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
@@ -445,10 +418,10 @@ export class BlacklistSnapshots {
           [
             rows.map((r) => r.ip),
             scores,
-            rows.map((r) => r.last_reported_at),
-            rows.map((r) => r.total_reports),
+            rows.map((r) => r.lastReportedAt),
+            rows.map((r) => r.totalReports),
             rows.map((r) => `{${r.categories.join(',')}}`),
-            rows.map((r) => r.country_code),
+            rows.map((r) => r.countryCode),
           ],
         );
         scoring.advance(rows.length);

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Clock } from '../clock.js';
-import { ThreatCategoryEntity, type Catalogue, type ThreatCategory } from '../db/entities.js';
+import type { Catalogue, ThreatCategory } from '../db/entities.js';
+import { CategoryRepository } from './repository.js';
 
 export interface CategoryView {
   id: number;
@@ -34,10 +35,14 @@ const view = (c: ThreatCategory): CategoryView => ({ id: c.id, name: c.name, des
 export class CategoryService {
   private cached: { until: number; list: Promise<CategoryView[]>; severities: Promise<Map<number, number>> } | undefined;
 
+  private readonly categories: CategoryRepository;
+
   constructor(
-    private readonly em: EntityManager,
+    em: EntityManager,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.categories = new CategoryRepository(em);
+  }
 
   private current() {
     const now = this.clock.now().getTime();
@@ -63,19 +68,17 @@ export class CategoryService {
   }
 
   private async load(): Promise<CategoryView[]> {
-    const rows = await this.em.fork().find(ThreatCategoryEntity, { enabled: true }, { orderBy: { id: 'asc' } });
-    return rows.map(view);
+    return (await this.categories.list({ enabledOnly: true })).map(view);
   }
 
   /** Every category, enabled or not (the CLI). */
   async all(): Promise<CatalogueEntry[]> {
-    const rows = await this.em.fork().find(ThreatCategoryEntity, {}, { orderBy: { id: 'asc' } });
-    return rows.map((c) => ({ ...view(c), catalogue: c.catalogue, enabled: c.enabled }));
+    return (await this.categories.list({ enabledOnly: false })).map((c) => ({ ...view(c), catalogue: c.catalogue, enabled: c.enabled }));
   }
 
   /** Turns a whole catalogue on or off (`web`: the ReportedIP clients' 31-58). Returns how many changed. */
   async setCatalogue(catalogue: Exclude<Catalogue, 'core'>, enabled: boolean): Promise<number> {
-    const changed = await this.em.fork().nativeUpdate(ThreatCategoryEntity, { catalogue, enabled: !enabled }, { enabled });
+    const changed = await this.categories.setCatalogue(catalogue, enabled);
     this.cached = undefined;
     return changed;
   }
@@ -88,23 +91,17 @@ export class CategoryService {
     if (!Number.isInteger(input.severity) || input.severity < 1 || input.severity > 10) throw new CatalogueError('severity is 1 to 10');
     const name = input.name.trim();
     if (name === '' || name.length > 60 || /[\r\n]/.test(name)) throw new CatalogueError('a name is 1 to 60 characters on one line');
-    const em = this.em.fork();
-    const existing = await em.findOne(ThreatCategoryEntity, { id: input.id });
-    if (existing && existing.catalogue !== 'custom') throw new CatalogueError(`category ${input.id} is not an operator category`);
-    const entity = existing ?? em.create(ThreatCategoryEntity, { id: input.id, name, description: '', severityLevel: input.severity, catalogue: 'custom', enabled: true });
-    Object.assign(entity, { name, description: input.description.trim(), severityLevel: input.severity, enabled: true });
-    await em.flush().catch((err: unknown) => {
-      if ((err as { code?: string }).code === '23505') throw new CatalogueError(`another category is named ${name}`);
-      throw err;
-    });
+    const entity = await this.categories.upsertCustom({ id: input.id, name, description: input.description.trim(), severityLevel: input.severity });
+    if (entity === 'not_custom') throw new CatalogueError(`category ${input.id} is not an operator category`);
+    if (entity === 'name_taken') throw new CatalogueError(`another category is named ${name}`);
     this.cached = undefined;
     return { ...view(entity), catalogue: entity.catalogue, enabled: entity.enabled };
   }
 
   /** Switches one of the operator's categories off; reports that carry it keep it. */
   async disableCustom(id: number): Promise<boolean> {
-    const changed = await this.em.fork().nativeUpdate(ThreatCategoryEntity, { id, catalogue: 'custom', enabled: true }, { enabled: false });
+    const changed = await this.categories.disableCustom(id);
     this.cached = undefined;
-    return changed > 0;
+    return changed;
   }
 }

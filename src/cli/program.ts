@@ -20,8 +20,8 @@ import { BUNDLES } from '../relay/policy.js';
 import { RelayRepository, type RelayMessageView } from '../relay/repository.js';
 import { writeFile } from 'node:fs/promises';
 import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/service.js';
-import { TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
-import { SmsTemplates } from '../relay/delivery/templates.repository.js';
+import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
+import { SmsTemplateRepository } from '../relay/delivery/templates.repository.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
@@ -150,7 +150,7 @@ export function createProgram(io: CliIo): Command {
     .option('--note <text>', 'why it is whitelisted', '')
     .option('--json', 'print a JSON object')
     .action(async (input: string, opts: { note: string; json?: boolean }) => {
-      const result = await withDatabase((db) => new Whitelist(db.pool).add(input, opts.note));
+      const result = await withDatabase((db) => new Whitelist(db.orm.em).add(input, opts.note));
       print(result, !!opts.json, () => (result.added ? `whitelisted ${result.range}` : `${result.range} was already whitelisted`));
     });
 
@@ -159,7 +159,7 @@ export function createProgram(io: CliIo): Command {
     .description('remove an address or range from the whitelist')
     .option('--json', 'print a JSON object')
     .action(async (input: string, opts: { json?: boolean }) => {
-      const result = await withDatabase((db) => new Whitelist(db.pool).remove(input));
+      const result = await withDatabase((db) => new Whitelist(db.orm.em).remove(input));
       if (!result.removed) io.exitCode = 1;
       print(result, !!opts.json, () => (result.removed ? `removed ${result.range}` : `${result.range} is not whitelisted`));
     });
@@ -169,7 +169,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the whitelist')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const entries = await withDatabase((db) => new Whitelist(db.pool).list());
+      const entries = await withDatabase((db) => new Whitelist(db.orm.em).list());
       print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
     });
 
@@ -309,7 +309,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the templates and their languages')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const rows = await withDatabase((db) => new SmsTemplates(db.pool, systemClock).list());
+      const rows = await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).list());
       print(rows, !!opts.json, () => rows.map((r) => `${r.code.padEnd(22)} ${r.lang}  ${r.builtin ? '(built in) ' : ''}${r.body}`).join('\n'));
     });
 
@@ -317,7 +317,7 @@ export function createProgram(io: CliIo): Command {
     .command('set <code> <lang> <text>')
     .description('add or replace a template text in a language, e.g. set 2fa_login it "Il tuo codice è {code}. Scade tra {expiry}."')
     .action(async (code: string, lang: string, text: string) => {
-      await withDatabase((db) => new SmsTemplates(db.pool, systemClock).set(code, lang, text));
+      await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).set(code, lang, text));
       io.stdout.write(`template ${code} (${lang}) saved; every server process uses it within ${TEMPLATES_TTL_MS / 1000} s\n`);
     });
 
@@ -325,7 +325,7 @@ export function createProgram(io: CliIo): Command {
     .command('remove <code> <lang>')
     .description('remove a template text')
     .action(async (code: string, lang: string) => {
-      const removed = await withDatabase((db) => new SmsTemplates(db.pool, systemClock).remove(code, lang));
+      const removed = await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).remove(code, lang));
       if (!removed) io.exitCode = 1;
       io.stdout.write(removed ? `removed ${code} (${lang})\n` : `no template ${code} (${lang})\n`);
     });
@@ -352,7 +352,7 @@ export function createProgram(io: CliIo): Command {
     });
 
   const bouncerCommands = program.command('bouncers').description('CrowdSec bouncers: a key each for /crowdsec/v1, with its choice of list');
-  const bouncersIn = (db: Database) => new Bouncers(new BouncerRepository(db.pool), new CategoryService(db.orm.em.fork(), systemClock), systemClock);
+  const bouncersIn = (db: Database) => new Bouncers(new BouncerRepository(db.orm.em), new CategoryService(db.orm.em.fork(), systemClock), systemClock);
 
   function score(value: string): number {
     const n = Number(value);

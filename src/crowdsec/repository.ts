@@ -1,4 +1,6 @@
-import type { Pool } from '../db/pool.js';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { BouncerEntity, type Bouncer as BouncerRow } from '../db/entities/blacklist.js';
 
 /** A bouncer as the operator made it, with what it last did. Its key is never kept. */
 export interface Bouncer {
@@ -24,39 +26,20 @@ export interface Bouncer {
   userAgent: string | null;
 }
 
-interface BouncerRow {
-  id: number;
-  name: string;
-  key_prefix: string;
-  confidence_minimum: number;
-  categories: number[] | null;
-  entry_limit: number | null;
-  created_at: Date;
-  last_pull_at: Date | null;
-  last_snapshot_id: string | number | null;
-  last_choice: BouncerChoice | null;
-  last_seen_at: Date | null;
-  last_ip: string | null;
-  user_agent: string | null;
-}
-
-const COLUMNS = `id, name, key_prefix, confidence_minimum, categories, entry_limit, created_at, last_pull_at, last_snapshot_id, last_choice,
-                 last_seen_at, last_ip, user_agent`;
-
 const toBouncer = (row: BouncerRow): Bouncer => ({
   id: row.id,
   name: row.name,
-  keyPrefix: row.key_prefix,
-  confidence: row.confidence_minimum,
+  keyPrefix: row.keyPrefix,
+  confidence: row.confidenceMinimum,
   categories: row.categories,
-  limit: row.entry_limit,
-  createdAt: row.created_at,
-  lastPullAt: row.last_pull_at,
-  lastSnapshotId: row.last_snapshot_id === null ? null : Number(row.last_snapshot_id),
-  lastChoice: row.last_choice,
-  lastSeenAt: row.last_seen_at,
-  lastIp: row.last_ip,
-  userAgent: row.user_agent,
+  limit: row.entryLimit,
+  createdAt: row.createdAt,
+  lastPullAt: row.lastPullAt,
+  lastSnapshotId: row.lastSnapshotId,
+  lastChoice: row.lastChoice as BouncerChoice | null,
+  lastSeenAt: row.lastSeenAt,
+  lastIp: row.lastIp,
+  userAgent: row.userAgent,
 });
 
 /** What a bouncer is told to take: its list's filter. */
@@ -66,71 +49,73 @@ export interface BouncerChoice {
   limit: number | null;
 }
 
-/** Every statement about bouncers. */
+/** The bouncers the operator made (bouncers), over their entity. */
 export class BouncerRepository {
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly em: EntityManager) {}
 
   /** Adds a bouncer; undefined when one of that name exists. */
   async add(name: string, keyHash: Buffer, keyPrefix: string, choice: BouncerChoice, at: Date): Promise<Bouncer | undefined> {
-    const { rows } = await this.pool.query<BouncerRow>(
-      `insert into bouncers (name, key_hash, key_prefix, confidence_minimum, categories, entry_limit, created_at)
-       values ($1, $2, $3, $4, $5, $6, $7)
-       on conflict (name) do nothing
-       returning ${COLUMNS}`,
-      [name, keyHash, keyPrefix, choice.confidence, choice.categories, choice.limit, at],
-    );
-    return rows[0] && toBouncer(rows[0]);
+    const em = this.em.fork();
+    const row = em.create(BouncerEntity, {
+      name,
+      keyHash,
+      keyPrefix,
+      confidenceMinimum: choice.confidence,
+      categories: choice.categories,
+      entryLimit: choice.limit,
+      createdAt: at,
+      lastPullAt: null,
+      lastSnapshotId: null,
+      lastChoice: null,
+      lastSeenAt: null,
+      lastIp: null,
+      userAgent: null,
+    });
+    try {
+      await em.flush();
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException && (await this.byName(name))) return undefined;
+      throw err;
+    }
+    return toBouncer(row);
   }
 
   async list(): Promise<Bouncer[]> {
-    const { rows } = await this.pool.query<BouncerRow>(`select ${COLUMNS} from bouncers order by name`);
-    return rows.map(toBouncer);
+    return (await this.em.fork().find(BouncerEntity, {}, { orderBy: { name: 'asc' } })).map(toBouncer);
   }
 
   /** Changes a bouncer's choice; undefined when there is no such bouncer. */
   async update(name: string, choice: BouncerChoice): Promise<Bouncer | undefined> {
-    const { rows } = await this.pool.query<BouncerRow>(
-      `update bouncers set confidence_minimum = $2, categories = $3, entry_limit = $4 where name = $1 returning ${COLUMNS}`,
-      [name, choice.confidence, choice.categories, choice.limit],
-    );
-    return rows[0] && toBouncer(rows[0]);
+    const em = this.em.fork();
+    const row = await em.findOne(BouncerEntity, { name });
+    if (!row) return undefined;
+    Object.assign(row, { confidenceMinimum: choice.confidence, categories: choice.categories, entryLimit: choice.limit });
+    await em.flush();
+    return toBouncer(row);
   }
 
   async byName(name: string): Promise<Bouncer | undefined> {
-    const { rows } = await this.pool.query<BouncerRow>(`select ${COLUMNS} from bouncers where name = $1`, [name]);
-    return rows[0] && toBouncer(rows[0]);
+    const row = await this.em.fork().findOne(BouncerEntity, { name });
+    return row ? toBouncer(row) : undefined;
   }
 
   async remove(name: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('delete from bouncers where name = $1', [name]);
-    return (rowCount ?? 0) > 0;
+    return (await this.em.fork().nativeDelete(BouncerEntity, { name })) > 0;
   }
 
   /** The bouncer of a key's hash, and the stored hash (for a constant-time comparison). */
   async byKeyHash(hash: Buffer): Promise<{ bouncer: Bouncer; keyHash: Buffer } | undefined> {
-    const { rows } = await this.pool.query<BouncerRow & { key_hash: Buffer }>({
-      name: 'bouncer-by-key',
-      text: `select ${COLUMNS}, key_hash from bouncers where key_hash = $1`,
-      values: [hash],
-    });
-    return rows[0] && { bouncer: toBouncer(rows[0]), keyHash: rows[0].key_hash };
+    const row = await this.em.fork().findOne(BouncerEntity, { keyHash: hash });
+    return row ? { bouncer: toBouncer(row), keyHash: row.keyHash } : undefined;
   }
 
   /** A pull of the decision stream answered from this snapshot (null: there was none) with this choice. */
   async recordPull(id: number, snapshotId: number | null, choice: BouncerChoice, at: Date): Promise<void> {
-    await this.pool.query({
-      name: 'bouncer-pull',
-      text: 'update bouncers set last_pull_at = $2, last_snapshot_id = $3, last_choice = $4, last_seen_at = $2 where id = $1',
-      values: [id, at, snapshotId, JSON.stringify(choice)],
-    });
+    await this.em.fork().nativeUpdate(BouncerEntity, { id }, { lastPullAt: at, lastSnapshotId: snapshotId, lastChoice: { ...choice }, lastSeenAt: at });
   }
 
   /** Any request: when, from where and as what. */
   async recordSeen(id: number, at: Date, ip: string, userAgent: string | null): Promise<void> {
-    await this.pool.query({
-      name: 'bouncer-seen',
-      text: 'update bouncers set last_seen_at = $2, last_ip = $3, user_agent = $4 where id = $1',
-      values: [id, at, ip, userAgent],
-    });
+    await this.em.fork().nativeUpdate(BouncerEntity, { id }, { lastSeenAt: at, lastIp: ip, userAgent });
   }
 }

@@ -121,23 +121,14 @@ export function ormPool(connection: OrmConnection, options: { prepared?: boolean
  * (a stream, such as pg-query-stream's, brings its own).
  */
 class Lent implements Connection {
+  declare query: Connection['query'];
   private released = false;
+
   constructor(
-    private readonly client: pg.Client,
-    private readonly unnamed: boolean,
+    readonly client: pg.Client,
+    readonly unnamed: boolean,
     private readonly knex: KnexClient,
   ) {}
-
-  query = ((config: unknown, ...rest: unknown[]) => {
-    if (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit === 'function') {
-      return (this.client.query as (...args: unknown[]) => unknown)(config, ...rest);
-    }
-    const shaped: { text?: string; name?: string; types?: unknown; values?: unknown } =
-      typeof config === 'string' ? { text: config, values: rest.shift() } : { ...(config as object) };
-    shaped.types ??= pg.types;
-    if (this.unnamed) delete shaped.name;
-    return (this.client.query as (...args: unknown[]) => unknown)(shaped, ...rest);
-  }) as Connection['query'];
 
   on(event: 'error', listener: (err: Error) => void): void {
     this.client.on(event, listener);
@@ -156,6 +147,18 @@ class Lent implements Connection {
     void this.knex.releaseConnection(this.client);
   }
 }
+// One function on the prototype, not a closure per connection lent.
+Lent.prototype.query = function query(this: Lent, config: unknown, values?: unknown, callback?: unknown) {
+  const run = this.client.query as (...args: unknown[]) => unknown;
+  if (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit === 'function') {
+    return run.call(this.client, config, values, callback);
+  }
+  const shaped: { text?: string; name?: string; types?: unknown; values?: unknown } =
+    typeof config === 'string' ? { text: config, values } : { ...(config as object) };
+  shaped.types ??= pg.types;
+  if (this.unnamed) delete shaped.name;
+  return typeof config === 'string' ? run.call(this.client, shaped, callback) : run.call(this.client, shaped, values, callback);
+} as Connection['query'];
 
 /**
  * Lends `work` one connection of the pool. A connection that dies while lent (the database
@@ -173,6 +176,15 @@ export async function withClient<T>(pool: Pool, work: (client: Connection) => Pr
     client.off('error', onError);
     client.release(broken);
   }
+}
+
+/**
+ * Takes the transaction-scoped advisory lock `key` if no other transaction holds it: false when
+ * one does (scheduled work that one process at a time does, whichever takes the lock first).
+ */
+export async function tryTransactionLock(tx: Connection, key: number): Promise<boolean> {
+  const { rows } = await tx.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [key]);
+  return rows[0]!.locked;
 }
 
 /** Whether the database answers: one round trip (the readiness check). */

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { LockMode } from '@mikro-orm/core';
-import { auditEvent, recordAudit } from '../account/audit.repository.js';
-import type { Actor } from '../account/audit.js';
+import { auditEvent, recordAudit } from '../audit/repository.js';
+import type { Actor } from '../audit/trail.js';
 import { AccountEntity, ApiKeyEntity, type Account, type ApiKey } from '../db/entities.js';
 import { AuditEventEntity } from '../db/entities/accounts.js';
 import type { Queryable } from '../db/pool.js';

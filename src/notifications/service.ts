@@ -64,8 +64,8 @@ export class NotificationConfigs {
     const use = await this.sites.use(caller, site);
     if (!use.allowed) throw siteRefused(caller, site, use);
     const now = this.clock.now();
-    const config = { site_url: input.site_url, recipients, from_name: fromName, from_email: fromEmail };
-    if (!(await this.configs.save(caller.keyId, site, config, now, NOTIFICATION_CONFIGS_MAX))) {
+    const config = { siteUrl: input.site_url, recipients, fromName, fromEmail, updatedAt: now };
+    if (!(await this.configs.save(caller.keyId, site, config, NOTIFICATION_CONFIGS_MAX))) {
       throw new DomainError(
         'forbidden',
         `This key holds notification configurations for ${NOTIFICATION_CONFIGS_MAX} sites, the most a key may; ${site} was not stored. The sites stored can still be updated.`,
@@ -80,6 +80,6 @@ export class NotificationConfigs {
     const site = siteOf(siteUrl, 'query');
     const row = await this.configs.get(caller.keyId, site);
     if (!row) return undefined;
-    return { site_url: row.site_url, site, recipients: row.recipients, from_name: row.from_name, from_email: row.from_email, updatedAt: row.updated_at.toISOString() };
+    return { site_url: row.siteUrl, site, recipients: row.recipients, from_name: row.fromName, from_email: row.fromEmail, updatedAt: row.updatedAt.toISOString() };
   }
 }

@@ -3,8 +3,8 @@ import type { Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import type { Role } from '../keys/roles.js';
 import { BUNDLES, bundleOf, relayTierOf, type Channel } from './policy.js';
-import { type Actor } from '../account/audit.js';
-import { recordAudit } from '../account/audit.repository.js';
+import { type Actor } from '../audit/trail.js';
+import { recordAudit } from '../audit/repository.js';
 
 export class BundleError extends Error {
   constructor(

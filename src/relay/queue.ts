@@ -1,6 +1,7 @@
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
+import { listen, notify } from '../db/notify.js';
 import type { Queryable } from '../db/pool.js';
 import { incidentLogger } from '../logging.js';
 import type { Channel } from './policy.js';
@@ -82,7 +83,7 @@ export class RelayQueue {
    */
   async enqueue(channel: Channel, messageId: number, db: Queryable): Promise<void> {
     await this.boss.send(QUEUE[channel], { messageId }, { db: { executeSql: (text, values) => db.query(text, values) } });
-    if (this.listener) await db.query('select pg_notify($1, $2)', [WAKE_CHANNEL, channel]);
+    if (this.listener) await notify(db, WAKE_CHANNEL, channel);
   }
 
   /** Wakes this process's dispatcher of `channel`; call it once the queuing transaction committed. */
@@ -244,7 +245,7 @@ class Listener {
     client.on('end', () => this.lost(client, new Error('the listening connection ended')));
     try {
       await client.connect();
-      await client.query(`listen ${WAKE_CHANNEL}`);
+      await listen(client, WAKE_CHANNEL);
       this.retryMs = 1_000;
       this.onQueued('mail');
       this.onQueued('sms');

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
+import type { RelayMessage } from '../db/entities/relay.js';
 import type { Channel } from './policy.js';
 import { bundleBalance } from './ledger.repository.js';
 import type { SmsReceipt } from './delivery/sms/receipts.js';
@@ -7,17 +8,8 @@ import type { SmsReceipt } from './delivery/sms/receipts.js';
 export type MessageStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'undelivered' | 'failed';
 export type FundedBy = 'inclusive' | 'bundle';
 
-/** A message as a worker takes it for one attempt. */
-export interface ClaimedMessage {
-  id: number;
-  account_id: number;
-  channel: Channel;
-  period_start: Date;
-  funded_by: FundedBy;
-  recipient: string;
-  payload: unknown;
-  created_at: Date;
-}
+/** A message as a worker takes it for one attempt: the entity's properties (its account by id). */
+export type ClaimedMessage = Pick<RelayMessage, 'id' | 'channel' | 'periodStart' | 'fundedBy' | 'recipient' | 'createdAt'> & { accountId: number; payload: unknown };
 
 /** One relay message as the operator sees it: its lifecycle, never its content. */
 export interface RelayMessageView {
@@ -217,7 +209,8 @@ export class RelayRepository {
       name: 'relay-claim',
       text: `update relay_messages set status = 'sending', sending_at = coalesce(sending_at, $2), attempts = attempts + 1
               where id = $1 and status in ('queued', 'sending')
-              returning id, account_id, channel, period_start, funded_by, recipient, payload, created_at`,
+              returning id, account_id as "accountId", channel, period_start as "periodStart", funded_by as "fundedBy", recipient, payload,
+                        created_at as "createdAt"`,
       values: [id, at],
     });
     return rows[0];
@@ -252,17 +245,17 @@ export class RelayRepository {
         [message.id, reason.slice(0, 500), at],
       );
       if (rowCount !== 1) return;
-      if (message.funded_by === 'inclusive') {
+      if (message.fundedBy === 'inclusive') {
         await client.query(
           `update relay_usage set inclusive_used = greatest(0, inclusive_used - 1)
             where account_id = $1 and channel = $2 and period_start = $3`,
-          [message.account_id, message.channel, message.period_start],
+          [message.accountId, message.channel, message.periodStart],
         );
       } else {
         await client.query(
           `insert into bundle_ledger (account_id, channel, kind, amount, message_id, created_at)
            values ($1, $2, 'release', 1, $3, $4)`,
-          [message.account_id, message.channel, message.id, at],
+          [message.accountId, message.channel, message.id, at],
         );
       }
     });

@@ -6,7 +6,7 @@ import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.
 import type { Caller } from '../keys/service.js';
 import type { KeySites } from '../keys/sites.repository.js';
 import { UnknownTemplateError } from './delivery/templates.js';
-import { type SmsTemplates } from './delivery/templates.repository.js';
+import { type SmsTemplates } from './delivery/templates.js';
 import {
   boundedText,
   interpretHeaders,

@@ -94,7 +94,7 @@ export class RelayWorker {
     // The transport has the message: from here on it must be recorded, never sent again.
     const sentAt = this.clock.now();
     await this.record(message.id, () => this.messages.markSent(message.id, sentAt, provider, providerId));
-    const seconds = Math.max(0, (sentAt.getTime() - new Date(message.created_at).getTime()) / 1000);
+    const seconds = Math.max(0, (sentAt.getTime() - new Date(message.createdAt).getTime()) / 1000);
     this.metrics?.relayDeliverySeconds.observe({ channel: message.channel, provider }, seconds);
     this.metrics?.relayOutcomes.inc({ channel: message.channel, outcome: 'sent' });
     this.logger.info({ messageId: message.id, channel: message.channel, provider, providerId }, 'relay message sent');

@@ -1,62 +1,40 @@
 import { readerOf, transaction, type NamedQuery, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { param, raw, sql } from '../db/sql.js';
+import type { IpStats, Report } from '../db/entities/reputation.js';
 import type { Role } from '../keys/roles.js';
 import type { ScoreInput } from './score.js';
 
-/** The per-IP aggregate, maintained on write: a lookup never scans the reports. */
-export interface IpAggregate {
-  ip: string;
-  totalReports: number;
-  reportRows: number;
-  uniqueReporters: number;
-  honeypotReports: number;
+/** The per-IP aggregate, maintained on write (ip_stats): a lookup never scans the reports. */
+export type IpAggregate = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'> & {
+  /** Null for an address without reports. */
   lastReportedAt: Date | null;
-  categories: number[];
-  maxSeverity: number;
-  decaySum: number;
-  countryCode: string | null;
-  asn: number | null;
-  isp: string | null;
+  /** Whether the operator's whitelist covers the address. */
   whitelisted: boolean;
-  positiveFeedback: number;
-}
+};
 
-interface AggregateRow {
-  ip: string;
-  total_reports: number | null;
-  report_rows: number | null;
-  unique_reporters: number | null;
-  honeypot_reports: number | null;
-  last_reported_at: Date | null;
-  categories: number[] | null;
-  max_severity: number | null;
-  decay_sum: number | null;
-  country_code: string | null;
-  asn: number | null;
-  isp: string | null;
-  whitelisted: boolean;
-  positive_feedback: number | null;
-}
+/** An aggregate as the statements read it, a left join: the entity's properties, null where the address has none. */
+type AggregateRow = Pick<IpAggregate, 'ip' | 'whitelisted'> & { [K in Exclude<keyof IpAggregate, 'ip' | 'whitelisted'>]: IpAggregate[K] | null };
 
-const AGGREGATE_COLUMNS = `s.total_reports, s.report_rows, s.unique_reporters, s.honeypot_reports,
-  s.last_reported_at, s.categories, s.max_severity, s.decay_sum, s.country_code, s.asn, s.isp, s.positive_feedback`;
+const AGGREGATE_COLUMNS = `s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+  s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories, s.max_severity as "maxSeverity",
+  s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp, s.positive_feedback as "positiveFeedback"`;
 
 function toAggregate(row: AggregateRow): IpAggregate {
   return {
     ip: row.ip,
-    totalReports: row.total_reports ?? 0,
-    reportRows: row.report_rows ?? 0,
-    uniqueReporters: row.unique_reporters ?? 0,
-    honeypotReports: row.honeypot_reports ?? 0,
-    lastReportedAt: row.last_reported_at,
+    totalReports: row.totalReports ?? 0,
+    reportRows: row.reportRows ?? 0,
+    uniqueReporters: row.uniqueReporters ?? 0,
+    honeypotReports: row.honeypotReports ?? 0,
+    lastReportedAt: row.lastReportedAt,
     categories: row.categories ?? [],
-    maxSeverity: row.max_severity ?? 0,
-    decaySum: row.decay_sum ?? 0,
-    countryCode: row.country_code,
+    maxSeverity: row.maxSeverity ?? 0,
+    decaySum: row.decaySum ?? 0,
+    countryCode: row.countryCode,
     asn: row.asn,
     isp: row.isp,
     whitelisted: row.whitelisted,
-    positiveFeedback: row.positive_feedback ?? 0,
+    positiveFeedback: row.positiveFeedback ?? 0,
   };
 }
 
@@ -66,14 +44,7 @@ export interface CheckedAddress extends ScoreInput {
   categories: number[];
 }
 
-export interface ReportRecord {
-  id: number;
-  categories: number[];
-  comment: string;
-  reportedAt: Date;
-  reporterRole: Role;
-  aggregationCount: number;
-}
+export type ReportRecord = Pick<Report, 'id' | 'categories' | 'comment' | 'reportedAt' | 'reporterRole' | 'aggregationCount'>;
 
 /** One report of a batch, already validated and normalised. */
 export interface NewReport {
@@ -254,9 +225,9 @@ export class ReputationRepository {
         values: [ip, since],
       }),
       limit > 0
-        ? this.pool.query<{ reported_at: Date; categories: number[]; comment: string; reporter_country: string | null }>({
+        ? this.pool.query<Pick<Report, 'reportedAt' | 'categories' | 'comment' | 'reporterCountry'>>({
             name: 'reports-since',
-            text: `select reported_at, categories, comment, reporter_country from reports
+            text: `select reported_at as "reportedAt", categories, comment, reporter_country as "reporterCountry" from reports
                     where ip = $1 and reported_at >= $2 order by reported_at desc, id desc limit $3`,
             values: [ip, since, limit],
           })
@@ -267,7 +238,7 @@ export class ReputationRepository {
       totalReports: total,
       distinctReporters: reporters,
       lastReportedAt: last,
-      reports: listed.rows.map((r) => ({ reportedAt: r.reported_at, categories: r.categories, comment: r.comment, reporterCountry: r.reporter_country })),
+      reports: listed.rows,
     };
   }
 
@@ -289,28 +260,14 @@ export class ReputationRepository {
 
   /** Reports about an address, newest first. */
   async history(ip: string, limit: number, offset: number): Promise<ReportRecord[]> {
-    const { rows } = await this.pool.query<{
-      id: number;
-      categories: number[];
-      comment: string;
-      reported_at: Date;
-      reporter_role: Role;
-      aggregation_count: number;
-    }>({
+    const { rows } = await this.pool.query<ReportRecord>({
       name: 'report-history',
-      text: `select id, categories, comment, reported_at, reporter_role, aggregation_count
+      text: `select id, categories, comment, reported_at as "reportedAt", reporter_role as "reporterRole", aggregation_count as "aggregationCount"
                from reports where ip = $1
               order by reported_at desc, id desc limit $2 offset $3`,
       values: [ip, limit, offset],
     });
-    return rows.map((r) => ({
-      id: r.id,
-      categories: r.categories,
-      comment: r.comment,
-      reportedAt: r.reported_at,
-      reporterRole: r.reporter_role,
-      aggregationCount: r.aggregation_count,
-    }));
+    return rows;
   }
 
   /** Addresses whose text starts with `prefix`, in address order (an index range scan). */

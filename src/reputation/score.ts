@@ -1,5 +1,3 @@
-import type { IpAggregate } from './repository.js';
-
 /**
  * The abuse confidence score (0-100), as published in the description of GET /check and in
  * docs/scoring.md. Pure: everything it needs is in the per-IP aggregate and the current time.
@@ -172,8 +170,11 @@ export function computeScore(input: ScoreInput, now: Date): Score {
   };
 }
 
+/** What the score reads of an address's aggregate (reputation/repository.ts's IpAggregate). */
+export type AggregateFacts = Omit<ScoreInput, 'reportCount'> & { totalReports: number };
+
 /** The score of an address from its aggregate: the one way lookups, reports and the blacklist score. */
-export function scoreAggregate(aggregate: IpAggregate, now: Date): Score {
+export function scoreAggregate(aggregate: AggregateFacts, now: Date): Score {
   return computeScore(
     {
       reportCount: aggregate.totalReports,

@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { AccountService } from '../account/accounts.js';
-import type { AuditTrail } from '../account/audit.repository.js';
-import type { AccountRow, Dashboard } from '../account/dashboard.repository.js';
+import type { AuditTrail } from '../audit/repository.js';
+import type { AccountRow, Dashboard } from '../account/dashboard.js';
 import { looksLikeToken, newToken } from '../account/secrets.js';
 import type { Session, Sessions } from '../account/sessions.repository.js';
 import type { AuthThrottle } from '../account/throttle.repository.js';

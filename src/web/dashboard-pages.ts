@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { AccountError } from '../account/accounts.js';
-import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../account/audit.js';
-import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.repository.js';
+import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../audit/trail.js';
+import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
 import { utcDay } from '../clock.js';
 import { sourceIp } from '../http/metering.js';
 import { KEY_NAME_MAX, KeyError, KeyLimitError } from '../keys/service.js';

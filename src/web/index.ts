@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
-import { AuditTrail } from '../account/audit.repository.js';
-import { Dashboard } from '../account/dashboard.repository.js';
+import { AuditTrail } from '../audit/repository.js';
+import { Dashboard } from '../account/dashboard.js';
 import { AccountMailer } from '../account/mailer.js';
 import { sharedSecret } from '../account/secrets.repository.js';
 import { HashGate } from '../account/passwords.js';
@@ -89,7 +89,7 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
     reputation: parts.reputation,
     stripe,
     csrfKey: () => {
-      csrfKey ??= sharedSecret(pool, 'csrf');
+      csrfKey ??= sharedSecret(parts.orm.em, 'csrf');
       csrfKey.catch(() => (csrfKey = undefined));
       return csrfKey;
     },

@@ -208,7 +208,7 @@ async function main(): Promise<number> {
       }
       await blacklistSnapshots(db.pool, systemClock).regenerate();
       // A CrowdSec bouncer, and a key no bouncer has.
-      keys.bouncer = (await new Bouncers(new BouncerRepository(db.pool), new CategoryService(db.orm.em.fork(), systemClock), systemClock).add('dredd', { confidence: 0 })).key;
+      keys.bouncer = (await new Bouncers(new BouncerRepository(db.orm.em), new CategoryService(db.orm.em.fork(), systemClock), systemClock).add('dredd', { confidence: 0 })).key;
       keys.bouncer_unknown = `trsb_${'x'.repeat(43)}`;
     } finally {
       await db.close();

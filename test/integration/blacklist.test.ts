@@ -173,13 +173,13 @@ describe('GET /blacklist', () => {
   });
 
   it('never lists a whitelisted address', async () => {
-    await new Whitelist(s.pool).add('8.8.4.0/30', 'test');
+    await new Whitelist(s.orm.em).add('8.8.4.0/30', 'test');
     await regenerate();
     const res = await api('/blacklist?confidence=0', { key: contributor });
     expect(ips(res.body)).not.toContain('8.8.4.1');
     expect(ips(res.body)).not.toContain('8.8.4.2');
     expect(ips(res.body)).toContain('8.8.4.4');
-    await new Whitelist(s.pool).remove('8.8.4.0/30');
+    await new Whitelist(s.orm.em).remove('8.8.4.0/30');
     await regenerate();
   });
 

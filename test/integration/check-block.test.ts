@@ -74,10 +74,10 @@ describe('GET /check-block', () => {
 
   it('shows a whitelisted address with score 0', async () => {
     const { key } = await s.createKey('free');
-    await new Whitelist(s.pool).add(IN_24[0]!, 'ours');
+    await new Whitelist(s.orm.em).add(IN_24[0]!, 'ours');
     const res = await api('/check-block?network=45.155.205.0/28', key);
     expect(res.body.data.reported).toEqual([expect.objectContaining({ ip: IN_24[0], abuseConfidencePercentage: 0 })]);
-    await new Whitelist(s.pool).remove(IN_24[0]!);
+    await new Whitelist(s.orm.em).remove(IN_24[0]!);
   });
 
   it('refuses wide networks (422), malformed ones (400) and a charge beyond the quota (429, nothing charged)', async () => {

@@ -67,7 +67,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
 
   it('reports what a regeneration added and what left the list', async () => {
     await reportFromAccounts(s, ['193.32.162.10']);
-    await new Whitelist(s.pool).add(LISTED[1]!, 'a customer');
+    await new Whitelist(s.orm.em).add(LISTED[1]!, 'a customer');
     s.clock.advance(10_000);
     await regenerate();
     const res = await pull();
@@ -77,7 +77,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
     expect(res.body.deleted[0]).toMatchObject({ duration: '0s', scope: 'Ip', type: 'ban' });
     s.clock.advance(10_000);
     expect((await pull()).body).toEqual({ new: [], deleted: [] });
-    await new Whitelist(s.pool).remove(LISTED[1]!);
+    await new Whitelist(s.orm.em).remove(LISTED[1]!);
   });
 
   it('renews every decision once in 12 hours, as a deletion and a new decision of the same answer', async () => {
@@ -165,7 +165,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
     const first = await pull('?startup=true', restarting.key);
     const held = values(first.body.new);
     expect(held).toContain(LISTED[0]);
-    await new Whitelist(s.pool).add(LISTED[0]!, 'left while the bouncer was down');
+    await new Whitelist(s.orm.em).add(LISTED[0]!, 'left while the bouncer was down');
     try {
       s.clock.advance(10_000);
       await regenerate();
@@ -178,7 +178,7 @@ describe('GET /crowdsec/v1/decisions/stream', () => {
       // Its id is the one the bouncer was given: that is the decision it removes.
       expect(res.body.deleted[0].id).toBe(first.body.new.find((d: any) => d.value === LISTED[0]).id);
     } finally {
-      await new Whitelist(s.pool).remove(LISTED[0]!);
+      await new Whitelist(s.orm.em).remove(LISTED[0]!);
       s.clock.advance(10_000);
       await regenerate();
     }

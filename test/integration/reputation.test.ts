@@ -313,17 +313,17 @@ describe('GET /check and /check-public', () => {
       await report(r.key, { ip: '8.8.2.61', categories: [27] });
     }
     const before = await api('/check?ip=8.8.2.61', { key: reporters[0]!.key });
-    await new Whitelist(s.pool).add('8.8.2.60', 'one resolver');
+    await new Whitelist(s.orm.em).add('8.8.2.60', 'one resolver');
     const listed = await api('/check?ip=8.8.2.60', { key: reporters[0]!.key });
     expect(listed.body.data).toMatchObject({ abuseConfidencePercentage: 0, isWhitelisted: true });
     const neighbour = await api('/check?ip=8.8.2.61', { key: reporters[0]!.key });
     expect(neighbour.body.data).toMatchObject({ abuseConfidencePercentage: before.body.data.abuseConfidencePercentage, isWhitelisted: false });
     // The same for an IPv6 address: exactly that /128.
-    await new Whitelist(s.pool).add('2001:4860:4860::8844');
+    await new Whitelist(s.orm.em).add('2001:4860:4860::8844');
     expect((await api('/check?ip=2001:4860:4860::8844', { key: reporters[0]!.key })).body.data.isWhitelisted).toBe(true);
     expect((await api('/check?ip=2001:4860:4860::8845', { key: reporters[0]!.key })).body.data.isWhitelisted).toBe(false);
-    await new Whitelist(s.pool).remove('8.8.2.60');
-    await new Whitelist(s.pool).remove('2001:4860:4860::8844');
+    await new Whitelist(s.orm.em).remove('8.8.2.60');
+    await new Whitelist(s.orm.em).remove('2001:4860:4860::8844');
   });
 
   it('scores a whitelisted address 0 and says why', async () => {
@@ -333,11 +333,11 @@ describe('GET /check and /check-public', () => {
     for (const k of [a, b, c]) await report(k.key, { ip: '8.8.8.40', categories: [27] });
     const before = await api('/check?ip=8.8.8.40', { key: a.key });
     expect(before.body.data.abuseConfidencePercentage).toBeGreaterThan(0);
-    await new Whitelist(s.pool).add('8.8.8.0/24', 'resolver');
+    await new Whitelist(s.orm.em).add('8.8.8.0/24', 'resolver');
     const after = await api('/check?ip=8.8.8.40&verbose=true', { key: a.key });
     expect(after.body.data).toMatchObject({ abuseConfidencePercentage: 0, isWhitelisted: true });
     expect(after.body.data.confidenceBreakdown.constraintReasons.map((r: any) => r.code)).toContain('whitelisted');
-    await new Whitelist(s.pool).remove('8.8.8.0/24');
+    await new Whitelist(s.orm.em).remove('8.8.8.0/24');
   });
 });
 

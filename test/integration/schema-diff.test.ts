@@ -8,6 +8,7 @@ import { RelayMessageEntity, RelayUsageEntity } from '../../src/db/entities/rela
 import { IpStatsEntity, ReportEntity, WhitelistRangeEntity } from '../../src/db/entities/reputation.js';
 import { CountryTotalEntity } from '../../src/db/entities/statistics.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
+import { ROLES } from '../../src/keys/roles.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 /**
@@ -77,6 +78,10 @@ describe('the entities describe the migrated schema', () => {
     );
     const definitions = Object.fromEntries(inDb.map((row) => [row.indexname, row.indexdef]));
     for (const [name, expression] of expressions) expect(definitions[name!], name).toBe(expression);
+  });
+
+  it("admits in accounts.role exactly the role table's roles", () => {
+    expect(orm.getMetadata().get('Account').properties.role!.items).toEqual([...ROLES]);
   });
 
   it('knows every function the migrations made (MikroORM maps none)', async () => {

@@ -3,7 +3,8 @@ import { loadConfig } from '../../src/config.js';
 import { DomainError } from '../../src/errors.js';
 import type { Caller } from '../../src/keys/service.js';
 import { KeySites } from '../../src/keys/sites.repository.js';
-import { SmsTemplates } from '../../src/relay/delivery/templates.repository.js';
+import { SmsTemplates } from '../../src/relay/delivery/templates.js';
+import { SmsTemplateRepository } from '../../src/relay/delivery/templates.repository.js';
 import { MESSAGE_LIMITS } from '../../src/relay/message-rules.js';
 import type { RelayQueue } from '../../src/relay/queue.js';
 import { RelayRepository } from '../../src/relay/repository.js';
@@ -28,7 +29,7 @@ beforeAll(async () => {
   const queue = { enqueue: async (_channel: string, id: number) => void queued.push(id), wake: () => undefined } as unknown as RelayQueue;
   // Free text is allowed here (it is off by default) so that its own bounds are reached.
   const config = loadConfig({ RELAY_SMS_FREE_TEXT_ROLES: 'enterprise' });
-  service = new RelayService(new RelayRepository(s.pool), queue, { ...relayLimits(config.relay), channels: { mail: true, sms: true } }, s.clock, new KeySites(s.pool, s.clock), new SmsTemplates(s.pool, s.clock));
+  service = new RelayService(new RelayRepository(s.pool), queue, { ...relayLimits(config.relay), channels: { mail: true, sms: true } }, s.clock, new KeySites(s.pool, s.clock), new SmsTemplates(new SmsTemplateRepository(s.orm.em), s.clock));
 });
 afterAll(async () => {
   await s?.close();

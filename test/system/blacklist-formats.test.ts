@@ -170,7 +170,7 @@ describe('the files load in the real tools, in a scratch network namespace', () 
 
   it('each delta file applies over the full one, to the new list', async () => {
     await reportFromAccounts(s, [NEW]);
-    await new Whitelist(s.pool).add(LONE, 'a false positive');
+    await new Whitelist(s.orm.em).add(LONE, 'a false positive');
     s.clock.advance(60_000);
     await regenerate();
     for (const format of formats) {
@@ -185,7 +185,7 @@ describe('the files load in the real tools, in a scratch network namespace', () 
       const shown = format.includes('tables') && !format.startsWith('nftables') ? expected.map((ip) => (ip.includes('/') ? ip : `${ip}/${ip.includes(':') ? 128 : 32}`)) : expected;
       expect(await holding(format), format).toEqual([...shown].sort());
     }
-    await new Whitelist(s.pool).remove(LONE);
+    await new Whitelist(s.orm.em).remove(LONE);
   });
 });
 
@@ -214,12 +214,12 @@ describe('deltas: /blacklist?since=ETAG', () => {
       before[query] = (await api(`/blacklist?${query}&confidence=50`)).headers.get('etag')!;
     }
     await reportFromAccounts(s, [FRESH]);
-    await new Whitelist(s.pool).add(BLOCK[0]!, 'unblocked by its owner');
+    await new Whitelist(s.orm.em).add(BLOCK[0]!, 'unblocked by its owner');
     s.clock.advance(60_000);
     await regenerate();
   });
   afterAll(async () => {
-    await new Whitelist(s.pool).remove(BLOCK[0]!);
+    await new Whitelist(s.orm.em).remove(BLOCK[0]!);
   });
 
   const since = (query: string) => `/blacklist?${query}&confidence=50&since=${encodeURIComponent(before[query]!)}`;

@@ -118,7 +118,7 @@ describe('Debian\'s stock CrowdSec bouncers against this server', () => {
     try {
       await eventually(async () => (await holds(FIRST[0]!)) && (await holds(FIRST[1]!)) && (await holds(GONE)), 30_000);
       await reportFromAccounts(s, [ADDED]);
-      await new Whitelist(s.pool).add(GONE, 'unblocked');
+      await new Whitelist(s.orm.em).add(GONE, 'unblocked');
       await regenerate();
       await eventually(async () => (await holds(ADDED)) && !(await holds(GONE)), 30_000);
       expect(await holds(FIRST[0]!)).toBe(true);
@@ -133,7 +133,7 @@ describe('Debian\'s stock CrowdSec bouncers against this server', () => {
   }, 120_000);
 
   it('the custom bouncer calls its script with add for the startup list, then del and add', async () => {
-    await new Whitelist(s.pool).remove(GONE);
+    await new Whitelist(s.orm.em).remove(GONE);
     await regenerate(); // GONE is back
     const { key } = await bouncersOf(s).add('debian-custom', { confidence: 50 });
     const log = path.join(work, 'custom.log');
@@ -147,7 +147,7 @@ describe('Debian\'s stock CrowdSec bouncers against this server', () => {
     const calls = () => readFileSync(log, 'utf8').trim().split('\n').filter(Boolean);
     try {
       await eventually(() => [...FIRST, GONE, ADDED].every((ip) => calls().includes(`add ${ip}`)), 30_000);
-      await new Whitelist(s.pool).add(GONE, 'unblocked again');
+      await new Whitelist(s.orm.em).add(GONE, 'unblocked again');
       await reportFromAccounts(s, ['193.32.162.12']);
       await regenerate();
       await eventually(() => calls().includes(`del ${GONE}`) && calls().includes('add 193.32.162.12'), 30_000);

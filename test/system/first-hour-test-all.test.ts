@@ -12,7 +12,7 @@ import { eventually } from '../support/relay-fakes.js';
  * it did, and ends with each step's result. Run here in a project of its own whose steps are
  * stand-ins that record that they ran (with what), and pass or fail as told.
  */
-const STEPS = ['lint:api', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'];
+const STEPS = ['lint:api', 'lint:imports', 'check:generated', 'typecheck', 'docs', 'test:unit', 'test:contract', 'test:bench-smoke'];
 /** `npm run test:node` (`--profile node`): what CI runs on its second Node.js version. */
 const NODE_STEPS = ['test:component', 'test:contract'];
 const folders: string[] = [];
@@ -63,13 +63,13 @@ describe('npm test', () => {
     for (const step of STEPS) {
       expect(table).toMatch(new RegExp(`^  ${step}: +${step === 'check:generated' ? 'failed' : 'passed'} \\(\\d+\\.\\d s\\)$`, 'm'));
     }
-    expect(table).toContain('1 of 7 steps failed: check:generated');
+    expect(table).toContain('1 of 8 steps failed: check:generated');
   }, 120_000);
 
   it('exits 0 when every step passes', async () => {
     const run = testAll(project({}));
     expect(await run.exited).toBe(0);
-    expect(summary(run.output())).toContain('all 7 steps passed');
+    expect(summary(run.output())).toContain('all 8 steps passed');
   }, 120_000);
 
   it('gives two runs at once their own reference and coverage folders, never dist/ or coverage/ itself', async () => {
@@ -111,7 +111,7 @@ describe('npm test', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(143);
-    expect(ran(dir).map((r) => r.step)).toEqual(STEPS.slice(0, 5));
+    expect(ran(dir).map((r) => r.step)).toEqual(STEPS.slice(0, STEPS.indexOf('test:unit') + 1));
     const table = summary(run.output());
     expect(table).toMatch(/^ {2}test:unit: +failed \(\d+\.\d s\), stopped by SIGTERM$/m);
     expect(table).toMatch(/^ {2}test:contract: +skipped, after SIGTERM$/m);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkSenderName, normaliseEmail } from '../../src/account/accounts.js';
-import { csvField } from '../../src/account/audit.js';
+import { csvField } from '../../src/audit/trail.js';
 import { hashPassword, passwordProblem, verifyPassword } from '../../src/account/passwords.js';
 import { sameText } from '../../src/account/secrets.js';
 import { loadConfig } from '../../src/config.js';

@@ -8,10 +8,9 @@ import { DeliveryError } from '../../src/relay/delivery/errors.js';
 import { createMailTransport, type MailTransport } from '../../src/relay/delivery/mail.js';
 import { createSmsProvider } from '../../src/relay/delivery/sms.js';
 import { ManualClock } from '../../src/clock.js';
-import type { Queryable } from '../../src/db/pool.js';
 import { BUILTIN_SMS_TEMPLATES } from '../../src/db/migrations/Migration20261123010000FieldClients.js';
 import { UnknownTemplateError, type SmsTemplateVars } from '../../src/relay/delivery/templates.js';
-import { SmsTemplates } from '../../src/relay/delivery/templates.repository.js';
+import { SmsTemplates } from '../../src/relay/delivery/templates.js';
 
 interface ReceivedMail {
   mailFrom: string;
@@ -376,8 +375,8 @@ const GSM7 = new Set(
 describe('SMS templates', () => {
   // The built-in rows as the migration seeds them, served by a stand-in for the table.
   const rows = BUILTIN_SMS_TEMPLATES.map(([code, lang, body]) => ({ code, lang, body, builtin: true }));
-  const db = { query: async () => ({ rows }) } as unknown as Queryable;
-  const templates = new SmsTemplates(db, new ManualClock());
+  const store = { list: async () => rows, set: async () => undefined, remove: async () => false };
+  const templates = new SmsTemplates(store, new ManualClock());
   const render = (code: string, vars: SmsTemplateVars, site?: string) => templates.render(code, vars, site);
   const TEMPLATES = [...new Set(rows.map((r) => r.code))];
   const LANGUAGES = ['en', 'de', 'fr', 'es'] as const;

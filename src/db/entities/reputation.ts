@@ -1,6 +1,7 @@
 import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 import type { Account } from '../entities.js';
 import { bigintNumber, numberArray } from './types.js';
+import type { Role } from '../../keys/roles.js';
 
 /**
  * A report (table `reports`, partitioned by month of `reported_at`: the primary key holds the
@@ -13,7 +14,7 @@ export interface Report {
   id: number;
   ip: string;
   account: Account;
-  reporterRole: string;
+  reporterRole: Role;
   categories: number[];
   comment: string;
   reportedAt: Date;

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { RequiredEntityData } from '@mikro-orm/core';
 import type { AuditEvent } from '../db/entities/accounts.js';
 import type { Queryable } from '../db/pool.js';
-import type { AuditEntry, AuditFilter, AuditRow } from './audit.js';
+import type { AuditEntry, AuditFilter, AuditRow } from './trail.js';
 
 /** One event as the ORM inserts it, in a unit of work's transaction (`em.insert(AuditEventEntity, …)`). */
 export function auditEvent(entry: AuditEntry, at: Date): RequiredEntityData<AuditEvent> {

@@ -1,0 +1,103 @@
+/**
+ * The import rules of src/ (ARCHITECTURE.md, "Imports"), checked by `npm run lint:imports`
+ * (a step of `npm test`): `npx depcruise src --config .dependency-cruiser.cjs`.
+ *
+ * The layers, top to bottom:
+ *   the composition root   src/main.ts, src/start.ts, src/app.ts
+ *   the edges              src/http/, src/web/, src/cli/ (and each area's handlers.ts)
+ *   the areas              src/<area>/: handlers -> service -> repository
+ *   the bottom             src/config.ts; src/db/; the shared modules (errors, address, clock,
+ *                          text, logging, progress, openapi, ipc)
+ *
+ * Imports that broke a rule when it was written, and that another change will remove, are
+ * listed in .dependency-cruiser-known-violations.json (`--ignore-known`): a new one fails.
+ */
+const AREAS = '(abuseipdb|account|audit|blacklist|categories|crowdsec|geo|jobs|keys|notifications|payments|relay|reputation|rules|stats)';
+const SHARED = '^src/(errors|address|clock|text|logging|progress|openapi|ipc)\\.ts$';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No import circle, of files or through folders.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'areas-not-to-http',
+      severity: 'error',
+      comment:
+        'An area does not import the HTTP edge (src/http/): only its handlers do, and the composition root. ' +
+        'Services and repositories know nothing of requests, statuses or headers.',
+      from: { path: `^src/${AREAS}/`, pathNot: '/handlers\\.ts$' },
+      to: { path: '^src/http/' },
+    },
+    {
+      name: 'areas-not-to-other-edges',
+      severity: 'error',
+      comment: 'An area does not import the pages (src/web/), the CLI (src/cli/) or the composition root.',
+      from: { path: `^src/${AREAS}/` },
+      to: { path: '^src/(web|cli)/|^src/(main|start|app)\\.ts$' },
+    },
+    {
+      name: 'no-other-areas-handlers',
+      severity: 'error',
+      comment: "No area imports another area's handlers: what two areas share lives in a service or a shared module.",
+      from: { path: '^src/([^/]+)/' },
+      to: { path: '^src/[^/]+/handlers\\.ts$', pathNot: '^src/$1/' },
+    },
+    {
+      name: 'bottom-imports-no-area',
+      severity: 'error',
+      comment:
+        'The configuration, the data layer (src/db/) and the shared modules never import an area, an edge or the ' +
+        "composition root: they are what everything else stands on. (They may name the type Role of the role " +
+        'table, keys/roles.ts, which imports nothing: a type only, erased when compiled; see the next rule.)',
+      from: { path: `^src/config\\.ts$|^src/db/|${SHARED}` },
+      to: {
+        path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app)\\.ts$`,
+        pathNot: '^src/keys/roles\\.ts$',
+      },
+    },
+    {
+      name: 'bottom-names-roles-as-a-type-only',
+      severity: 'error',
+      comment: 'The configuration, the data layer and the shared modules name the role table (keys/roles.ts) as a type only.',
+      from: { path: `^src/config\\.ts$|^src/db/|${SHARED}` },
+      to: { path: '^src/keys/roles\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'db-and-shared-not-to-config',
+      severity: 'error',
+      comment: 'The data layer and the shared modules are handed their settings; they do not read the configuration.',
+      from: { path: `^src/db/|${SHARED}` },
+      to: { path: '^src/config\\.ts$' },
+    },
+    {
+      name: 'repositories-import-no-service',
+      severity: 'error',
+      comment: 'A repository imports no service: the rules call the data layer, not the other way round.',
+      from: { path: '(^|/)repository\\.ts$|\\.repository\\.ts$' },
+      // types of the rules (a caller, a role) are words both sides use
+      to: { path: '(^|/)service\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'database-drivers-in-data-access',
+      severity: 'error',
+      comment:
+        'SQL lives in *.repository.ts files and src/db/ only: they alone import the database drivers and the ORM ' +
+        '(pg, pg-query-stream, @mikro-orm/*). A service may name the ORM\'s types to hand them on.',
+      from: { path: '^src/', pathNot: '^src/db/|(^|/)repository\\.ts$|\\.repository\\.ts$' },
+      to: { path: '^node_modules/(pg|pg-query-stream|@mikro-orm/[^/]+)/', dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/db/migrations/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
