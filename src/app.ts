@@ -135,7 +135,7 @@ export function buildApp(deps: AppDeps): Express {
   const categories = new CategoryService(em, clock);
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, {
     batching: config.reportBatching ?? { ms: 0, max: 1 },
-    meter,
+    quota: meter,
   });
   drain.onStop(() => reputation.close());
   const snapshots = blacklistSnapshots(pool, clock);
@@ -163,18 +163,18 @@ export function buildApp(deps: AppDeps): Express {
   });
   const bouncerRepository = new BouncerRepository(pool);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
-  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes);
+  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes, meter);
   const handlers: Handlers = {
     ...categoryHandlers(categories),
     ...keyHandlers(meter, sites, clock),
-    ...reputationHandlers(reputation),
-    ...blacklistHandlers(blacklist, snapshots),
+    ...reputationHandlers(reputation, metering),
+    ...blacklistHandlers(blacklist, snapshots, metering),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
     ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(pool), sites, clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
-    ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),
+    ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist, metering),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };

@@ -42,8 +42,8 @@ export interface AccessRule {
   /** The handler charges, after its own checks, as many units as the request holds. */
   chargedByHandler: boolean;
   /**
-   * The handler reads its answer with `res.locals.meteredRead`, which charges the call (or reads
-   * the counter its headers show) in the same statement: one round trip.
+   * The use case reads its answer in the statement that charges the call (or reads the counter
+   * its headers show), through the Quota port (Quota.chargeWith): one round trip.
    */
   meteredWithRead: boolean;
   /** Refused with 429 once the caller's per-address allowance is used up, though never charged. */

@@ -5,6 +5,7 @@ import { errorBody } from './envelope.js';
 import { DomainError, sentence, type ErrorKind, type ErrorLocation, type FieldError } from '../errors.js';
 import { ApiError, errorCode, MESSAGES } from './errors.js';
 import type { Metering } from './metering.js';
+import { QuotaExceeded } from '../keys/quota.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { incidentLogger } from '../logging.js';
 import { protocolError, protocolOf } from './protocols.js';
@@ -168,6 +169,8 @@ export function errorHandler(logger: Logger, metering: Metering, rules: AccessRu
   // A database outage fails every request at once: one log line per incident, not per request.
   const incident = incidentLogger(logger);
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // A refused charge: the counter's headers from its usage, and 429.
+    if (err instanceof QuotaExceeded && !res.headersSent) err = metering.refused(res, err);
     const mapped = map(err, req, req.log ?? logger, incident);
     if (res.headersSent) {
       res.destroy();

@@ -3,20 +3,10 @@ import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
 import type { NamedQuery, Queryable } from '../db/pool.js';
 import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './keys.js';
+import { type Outcome, type Payer, type Quota, type Receipt, type Subject } from './quota.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
-/**
- * Charges the operation's daily counter, or throws 429 (see http/metering.ts). `claim`: the same
- * charge as data, for a batch that charges many requests in one statement (Meter.chargeMany) and
- * then settles each with its outcome (its headers, or its 429).
- */
-export interface Charge {
-  (units: number, db?: Queryable): Promise<void>;
-  claim?: { subject: Subject; counter: Counter; settle(result: ChargeResult): void };
-}
-
-/** Who a counter belongs to: an account (all its keys share it) or a public source address. */
-export type Subject = { caller: Caller } | { sourceIp: string };
+export type { Subject } from './quota.js';
 
 export interface CounterState {
   counter: Counter;
@@ -132,7 +122,7 @@ function meteredStatement(metering: Metering, p: ChargeParams, read: NamedQuery 
  * and returns the new total, so concurrent requests on any number of processes never admit
  * more than the limit and never refuse one that fits.
  */
-export class Meter implements UsageReader {
+export class Meter implements UsageReader, Quota {
   constructor(
     private readonly db: Queryable,
     private readonly clock: Clock,
@@ -155,8 +145,38 @@ export class Meter implements UsageReader {
   }
 
   /** `db`: a transaction to charge in, so that the charge rolls back with the work it pays for. */
-  async charge(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
-    return (await this.chargeWith(subject, counter, units, undefined, db)).result;
+  async chargeSubject(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
+    return (await this.chargeSubjectWith(subject, counter, units, undefined, db)).result;
+  }
+
+  // The Quota port (keys/quota.ts): what the use cases call.
+
+  async charge(payer: Payer, units: number, tx?: Queryable): Promise<Outcome> {
+    const { result } = await this.chargeSubjectWith(payer.subject, payer.counter, units, undefined, tx ?? this.db);
+    return this.outcome(payer, result, units, tx === undefined);
+  }
+
+  async chargeWith<R extends object>(payer: Payer, units: number, read: NamedQuery): Promise<{ outcome: Outcome; rows: R[] }> {
+    if (payer.peek) {
+      const { state, rows } = await this.peekWith<R>(payer.subject, payer.counter, read);
+      return { outcome: state, rows };
+    }
+    const { result, rows } = await this.chargeSubjectWith<R>(payer.subject, payer.counter, units, read);
+    return { outcome: this.outcome(payer, result, units, true), rows: result.allowed ? rows : [] };
+  }
+
+  async chargeMany(claims: { payer: Payer; units: number }[], tx: Queryable): Promise<Outcome[]> {
+    const results = await this.chargeClaims(claims.map(({ payer, units }) => ({ subject: payer.subject, counter: payer.counter, units })), tx);
+    return results.map((result, i) => this.outcome(claims[i]!.payer, result, claims[i]!.units, false));
+  }
+
+  /** A charge's result as the port's value; a standalone one goes on the payer's tab, for a refund. */
+  private outcome(payer: Payer, result: ChargeResult, units: number, standalone: boolean): Outcome {
+    const usage = { counter: result.counter, limit: result.limit, used: result.used, resetAt: result.resetAt };
+    if (!result.allowed) return { refused: true, usage };
+    const receipt: Receipt = { subject: result.subject, counter: result.counter, day: result.day, units };
+    if (standalone && units > 0) payer.tab?.push(receipt);
+    return { ...usage, receipt };
   }
 
   /**
@@ -165,7 +185,7 @@ export class Meter implements UsageReader {
    * statement written with its own parameters from $1; it must hold no other `$`, and its rows
    * come back in no particular order (a read of several rows sorts them itself).
    */
-  async chargeWith<R extends object>(
+  async chargeSubjectWith<R extends object>(
     subject: Subject,
     counter: Counter,
     units: number,
@@ -184,7 +204,7 @@ export class Meter implements UsageReader {
    * new totals. The rows stay locked until `db` ends, so concurrent charges on any number of
    * processes never admit more than the limit. Returns each request's outcome, as chargeWith.
    */
-  async chargeMany(claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable): Promise<ChargeResult[]> {
+  async chargeClaims(claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable): Promise<ChargeResult[]> {
     const now = this.clock.now();
     const day = utcDay(now);
     const plans = claims.map((claim) => ({ ...claim, counters: this.countersOf(claim.subject, claim.counter) }));
@@ -257,12 +277,12 @@ export class Meter implements UsageReader {
   }
 
   /** Gives back a charge whose request then failed on the server's side (5xx). */
-  async refund(charge: ChargeResult, units: number): Promise<void> {
+  async refund(receipt: Receipt): Promise<void> {
     await this.db.query({
       name: 'refund-counter',
       text: `update usage_counters set used = greatest(0, used - $4)
               where subject = any($1::text[]) and counter = $2 and day = $3::date`,
-      values: [charge.subject, charge.counter, charge.day, units],
+      values: [receipt.subject, receipt.counter, receipt.day, receipt.units],
     });
   }
 
