@@ -31,7 +31,7 @@ import { NotificationConfigRepository } from './notifications/repository.js';
 import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
-import { accessRules, type AccessRule, type AccessRules } from './http/access.js';
+import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
 import { Meter } from './keys/usage.js';
 import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
@@ -279,6 +279,32 @@ export function buildApp(deps: AppDeps): Express {
   if (web.stripeWebhook) site.use(web.stripeWebhook);
   site.use(web.pages);
   const mountedAt = (path: string) => mounted.find(({ base }) => path.startsWith(`${base}/`));
+
+  // The shape of a request's errors, as the contract says: its operation's x-access.answers;
+  // before an operation is matched (a body too large, a path that names none), the operation at
+  // its path if the path has no parameters, else its base's document's. Outside the bases: the envelope.
+  const shapes = new Map<Mounted, { document: Answers; atPath: Map<string, Answers> }>();
+  for (const m of mounted) {
+    const document = documentAnswers(m.document);
+    const atPath = new Map<string, Answers>();
+    for (const [path, item] of Object.entries(m.document.paths ?? {})) {
+      if (path.includes('{')) continue;
+      for (const method of METHODS) {
+        const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId as AnyOperationId | undefined;
+        const answers = operationId && access[operationId]?.answers;
+        if (answers && answers !== document) atPath.set(m.base + path, answers);
+      }
+    }
+    shapes.set(m, { document, atPath });
+  }
+  const answersOf = (req: Request, operationId: string | undefined): Answers => {
+    const own = operationId === undefined ? undefined : access[operationId as AnyOperationId]?.answers;
+    if (own) return own;
+    const m = mountedAt(req.path);
+    if (!m) return 'envelope';
+    const shape = shapes.get(m)!;
+    return shape.atPath.get(req.path) ?? shape.document;
+  };
   app.use((req, res, next) => (mountedAt(req.path) ? next() : site(req, res, next)));
 
   // Bodies are read only under the APIs' bases, and only after the key they present was looked
@@ -351,7 +377,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`));
   });
-  app.use(errorHandler(logger, metering, access));
+  app.use(errorHandler(logger, metering, answersOf));
   return app;
 }
 

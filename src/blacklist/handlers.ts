@@ -7,6 +7,7 @@ import type { Metering } from '../http/metering.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { BlacklistService, ListParams, ListVariant } from './service.js';
 import type { BlacklistSnapshots } from './snapshots.js';
+import { API_BASE } from '../openapi.js';
 
 /** The deprecated forms: deprecated since 2025-01-01, to be removed after 2027-12-31. */
 const DEPRECATION = `@${Date.UTC(2025, 0, 1) / 1000}`;
@@ -21,7 +22,7 @@ export async function sendBlacklist(res: Response, list: BlacklistService, meter
   if (variant !== 'standard' && variant !== 'abuseipdb') {
     res.setHeader('Deprecation', DEPRECATION);
     res.setHeader('Sunset', SUNSET);
-    res.setHeader('Link', `</api/v2/blacklist${variant === 'git' ? '?format=txt' : ''}>; rel="successor-version"`);
+    res.setHeader('Link', `<${API_BASE}/blacklist${variant === 'git' ? '?format=txt' : ''}>; rel="successor-version"`);
   }
   if (ifNoneMatchHas(ifNoneMatch, answer.etag)) {
     res.status(304).end();
