@@ -1,6 +1,6 @@
 import { networkOf, parseAddress } from '../address.js';
 import { nextUtcMidnight, utcDay, type Clock } from '../clock.js';
-import type { NamedQuery, Queryable } from '../db/pool.js';
+import { transaction, type NamedQuery, type Pool, type Queryable } from '../db/pool.js';
 import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './keys.js';
 import { type Outcome, type Payer, type Quota, type Receipt, type Subject } from './quota.js';
@@ -25,6 +25,20 @@ export interface ChargeResult extends CounterState {
 }
 
 const UNLIMITED = 2_147_483_647;
+
+/** The most charges of one counter put in one group (one transaction, one commit). */
+const GROUP_MAX = 100;
+
+/** A charge waiting for the one in flight on its counter (Meter.chargeWith). */
+interface Queued {
+  payer: Payer;
+  units: number;
+  read: NamedQuery;
+  resolve(answer: { outcome: Outcome; rows: object[] }): void;
+  reject(err: unknown): void;
+}
+
+const isPool = (db: Queryable): db is Pool => !('release' in db);
 
 
 /**
@@ -156,13 +170,76 @@ export class Meter implements UsageReader, Quota {
     return this.outcome(payer, result, units, tx === undefined);
   }
 
+  /**
+   * A request alone on its counter charges and reads in one statement, one round trip. Requests
+   * that arrive while a charge of the same counter is in flight (they would queue on its row
+   * lock, one commit each) wait for it and are then charged together: one transaction whose
+   * chargeClaims admits each in order, exactly as one after the other would, with one commit for
+   * all; each one's read follows it. The charges of one busy account thus cost one commit per
+   * group instead of one per request.
+   */
   async chargeWith<R extends object>(payer: Payer, units: number, read: NamedQuery): Promise<{ outcome: Outcome; rows: R[] }> {
     if (payer.peek) {
       const { state, rows } = await this.peekWith<R>(payer.subject, payer.counter, read);
       return { outcome: state, rows };
     }
+    if (!isPool(this.db)) return this.chargeAlone<R>(payer, units, read);
+    const key = `${payer.counter}\u0000${this.countersOf(payer.subject, payer.counter).map((c) => c.name).join('\u0000')}`;
+    const queue = this.waiting.get(key);
+    if (queue) return new Promise((resolve, reject) => queue.push({ payer, units, read, resolve: resolve as Queued['resolve'], reject }));
+    this.waiting.set(key, []);
+    try {
+      return await this.chargeAlone<R>(payer, units, read);
+    } finally {
+      this.drain(key);
+    }
+  }
+
+  /** The charge and the read in one statement. */
+  private async chargeAlone<R extends object>(payer: Payer, units: number, read: NamedQuery): Promise<{ outcome: Outcome; rows: R[] }> {
     const { result, rows } = await this.chargeSubjectWith<R>(payer.subject, payer.counter, units, read);
     return { outcome: this.outcome(payer, result, units, true), rows: result.allowed ? rows : [] };
+  }
+
+  /** Charges waiting on `key`: the next group of them, once the charge in flight is done. */
+  private readonly waiting = new Map<string, Queued[]>();
+
+  private drain(key: string): void {
+    const queue = this.waiting.get(key)!;
+    if (!queue.length) {
+      this.waiting.delete(key);
+      return;
+    }
+    const group = queue.splice(0, GROUP_MAX);
+    void this.chargeGroup(group).finally(() => this.drain(key));
+  }
+
+  private async chargeGroup(group: Queued[]): Promise<void> {
+    if (group.length === 1) {
+      const [member] = group as [Queued];
+      return this.chargeAlone(member.payer, member.units, member.read).then(member.resolve, member.reject);
+    }
+    let results: ChargeResult[];
+    try {
+      results = await transaction(this.db as Pool, (client) =>
+        this.chargeClaims(group.map(({ payer, units }) => ({ subject: payer.subject, counter: payer.counter, units })), client),
+      );
+    } catch (err) {
+      for (const member of group) member.reject(err);
+      return;
+    }
+    await Promise.all(
+      group.map(async (member, i) => {
+        try {
+          const result = results[i]!;
+          const outcome = this.outcome(member.payer, result, member.units, true);
+          const rows = result.allowed ? (await this.db.query(statement(member.read.name, member.read.query))).rows : [];
+          member.resolve({ outcome, rows });
+        } catch (err) {
+          member.reject(err);
+        }
+      }),
+    );
   }
 
   async chargeMany(claims: { payer: Payer; units: number }[], tx: Queryable): Promise<Outcome[]> {
