@@ -140,8 +140,17 @@ export class ReputationService {
 
   /** The quota, for a use case a payer pays for. */
   private paying(payer: Payer, units: number) {
+    return { quota: this.charges(), payer, units };
+  }
+
+  private charges(): Quota {
     if (!this.quota) throw new Error('a charged use case needs the quota');
-    return { quota: this.quota, payer, units };
+    return this.quota;
+  }
+
+  /** Charges `units` on their own (no transaction), or throws the refusal. */
+  private async charge(payer: Payer, units: number): Promise<Usage> {
+    return paid(await this.charges().charge(payer, units));
   }
 
   /**
@@ -150,7 +159,7 @@ export class ReputationService {
    */
   private chargeIn(payer: Payer | undefined, into: { usage?: Usage }) {
     return async (units: number, client: Queryable) => {
-      if (payer) into.usage = paid(await this.paying(payer, units).quota.charge(payer, units, client));
+      if (payer) into.usage = paid(await this.charges().charge(payer, units, client));
     };
   }
 
@@ -237,7 +246,7 @@ export class ReputationService {
     // None valid: 0 units, which still gives the answer its counter.
     const { outcome, reported } = ips.length
       ? await this.repository.findReportedPaid(ips, this.paying(payer, ips.length))
-      : { outcome: await this.paying(payer, 0).quota.charge(payer, 0), reported: [] };
+      : { outcome: await this.charges().charge(payer, 0), reported: [] };
     const usage = paid(outcome);
     const byIp = new Map(reported.map((a) => [a.ip, a]));
     const score = confidenceScorer(this.clock.now());
@@ -269,7 +278,7 @@ export class ReputationService {
     }
     const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
     const units = Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX));
-    const usage = paid(await this.paying(payer, units).quota.charge(payer, units));
+    const usage = await this.charge(payer, units);
     const scored = aggregates
       .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
       .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0))
@@ -417,7 +426,7 @@ export class ReputationService {
     const reporter = this.reporter(caller, reporterIp);
     const charged: { usage?: Usage } = {};
     if (valid.length) await this.store(valid.map((report) => ({ ...report, reporter })), (client) => this.chargeIn(payer, charged)(lines.length, client));
-    else if (payer) charged.usage = paid(await this.paying(payer, lines.length).quota.charge(payer, lines.length));
+    else if (payer) charged.usage = await this.charge(payer, lines.length);
     return { data: { success_count: valid.length, error_count: errors.length, errors, warnings }, usage: charged.usage as Usage };
   }
 
