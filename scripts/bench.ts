@@ -7,6 +7,8 @@
  *   options: --ips N --reports M --duration S --no-write (do not touch BENCHMARKS.md)
  *            --only check (the /check comparisons with the baselines, the header bytes, the CPU
  *            per request and /bulk-check; nothing else, and BENCHMARKS.md is not touched)
+ *            --before DIST/src/main.js (an earlier build, e.g. of main, measured in the same
+ *            rounds as this one: its /check and header bytes beside this build's)
  *
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/trs_bench) is the database; it
  * is created, migrated and seeded when it does not hold the requested data set. `--quick`
@@ -39,6 +41,9 @@ const { values: args } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     // `--only check`: the /check comparisons, header bytes, CPU per request and bulk-check only.
     only: { type: 'string' },
+    // An earlier build of the server (its compiled src/main.js), measured in the same rounds as
+    // this one: before and after under the same load.
+    before: { type: 'string' },
   },
 });
 const quick = args.quick;
@@ -321,12 +326,23 @@ async function measure(serverMain: string): Promise<void> {
     }) as [ListeningProcess, ListeningProcess];
     const ports = { http: httpProcess.port, express: expressProcess.port };
     const pids = { http: httpProcess.child.pid!, express: expressProcess.child.pid!, app: app.pid! };
+    const beforeProcess = args.before ? await start([args.before], appEnv()) : undefined;
+    if (beforeProcess) {
+      children.push(beforeProcess.child);
+      await waitFor(`${beforeProcess.origin}/readyz`);
+      await autocannon({ url: `${beforeProcess.origin}/api/v2/check?ip=8.8.8.8`, connections: 10, duration: Math.min(3, DURATION), headers: key });
+    }
     const headerBlocks = {
+      before: beforeProcess && (await headerBytes(beforeProcess.origin, `/api/v2/check?ip=${knownIps[0]}`, key)),
       check: await headerBytes(base, `/api/v2/check?ip=${knownIps[0]}`, key),
       http: await headerBytes(`http://127.0.0.1:${ports.http}`, `/check?ip=${knownIps[0]}`),
       express: await headerBytes(`http://127.0.0.1:${ports.express}`, `/check?ip=${knownIps[0]}`),
     };
-    log(`body: ${bodyBytes} bytes; header block: /check ${headerBlocks.check.bytes} B, node:http ${headerBlocks.http.bytes} B, Express ${headerBlocks.express.bytes} B`);
+    log(
+      `body: ${bodyBytes} bytes; header block: /check ${headerBlocks.check.bytes} B` +
+        (headerBlocks.before ? ` (before: ${headerBlocks.before.bytes} B)` : '') +
+        `, node:http ${headerBlocks.http.bytes} B, Express ${headerBlocks.express.bytes} B`,
+    );
     log(headerBlocks.check.block);
 
     // Warm-up (JIT, connection pools, caches), not recorded.
@@ -348,7 +364,20 @@ async function measure(serverMain: string): Promise<void> {
             checks[c] = await run('GET /check (key, quota charged)', base, c, { path: () => `/api/v2/check?ip=${freshIp()}`, headers: key }, undefined, pids.app);
           }),
         );
-        checkRounds.push({ c, http: h.rps, express: e.rps, check: checks[c]!.rps, p99: checks[c]!.p99, cpu: checks[c]!.cpuUs!, httpCpu: h.cpuUs!, expressCpu: e.cpuUs! });
+        const b = beforeProcess
+          ? await run('GET /check, before (the --before build)', beforeProcess.origin, c, { path: () => `/api/v2/check?ip=${freshIp()}`, headers: key }, undefined, beforeProcess.child.pid!)
+          : undefined;
+        checkRounds.push({
+          c,
+          http: h.rps,
+          express: e.rps,
+          check: checks[c]!.rps,
+          p99: checks[c]!.p99,
+          cpu: checks[c]!.cpuUs!,
+          httpCpu: h.cpuUs!,
+          expressCpu: e.cpuUs!,
+          before: b && { rps: b.rps, p99: b.p99, cpu: b.cpuUs! },
+        });
       }
     }
     if (onlyCheck) {
@@ -463,7 +492,7 @@ function render(m: {
   rest?: number;
   peakDownload?: number;
   twoRow?: Row;
-  headerBlocks: Record<'check' | 'http' | 'express', { bytes: number }>;
+  headerBlocks: Record<'check' | 'http' | 'express', { bytes: number }> & { before?: { bytes: number } };
   bodyBytes: number;
 }): string {
   const ratio = (row: Row, b: Row | undefined) => (b ? (row.rps / b.rps).toFixed(2) : '');
@@ -473,7 +502,8 @@ function render(m: {
     `server (NODE_ENV=production${NODE_OPTIONS ? `, NODE_OPTIONS=${NODE_OPTIONS}` : ''}), baselines, PostgreSQL and autocannon share the machine.`,
     '',
     `The baselines answer a JSON body of ${m.bodyBytes} bytes, the mean size of /check's. Header block of an answer: ` +
-      `/check ${m.headerBlocks.check.bytes} bytes, node:http ${m.headerBlocks.http.bytes}, Express ${m.headerBlocks.express.bytes}.`,
+      `/check ${m.headerBlocks.check.bytes} bytes${m.headerBlocks.before ? ` (the --before build: ${m.headerBlocks.before.bytes})` : ''}, ` +
+      `node:http ${m.headerBlocks.http.bytes}, Express ${m.headerBlocks.express.bytes}.`,
     '',
     '| Scenario | Conn. | req/s | p50 ms | p99 ms | × node:http | × Express | CPU µs/req | Errors |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -512,6 +542,8 @@ interface CheckRound {
   cpu: number;
   httpCpu: number;
   expressCpu: number;
+  /** The --before build's /check in the same round. */
+  before?: { rps: number; p99: number; cpu: number };
 }
 
 /** Issue 29's targets for /check, met or missed, from the medians of the interleaved rounds. */
@@ -532,6 +564,16 @@ function checkTargets(checkRounds: CheckRound[], headerBytes: number, bulkCheck:
       undefined,
     ],
     ['`/check` answer header block (CrowdSec sends 125 bytes)', `${headerBytes} bytes`, undefined],
+    ...(at50.every((r) => r.before)
+      ? ([
+          [
+            '`/check` at 50 connections, this build against the --before build (same rounds)',
+            `${median(at50.map((r) => r.check / r.before!.rps)).toFixed(2)} × (before: ${median(at50.map((r) => r.before!.rps))} req/s, ` +
+              `${median(at50.map((r) => r.before!.cpu))} µs CPU/request, p99 ${median(at50.map((r) => r.before!.p99))} ms)`,
+            undefined,
+          ],
+        ] as [string, string, boolean | undefined][])
+      : []),
     ['`/bulk-check` of 1,000 p50 < 30 ms (10 connections)', `${bulkCheck.p50} ms`, bulkCheck.p50 < 30],
   ];
   const verdict = (met: boolean | undefined) => (met === undefined ? 'measured' : met ? 'met' : '**missed**');

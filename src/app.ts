@@ -31,7 +31,7 @@ import { NotificationConfigRepository } from './notifications/repository.js';
 import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
-import { accessRules, type AccessRule, type AccessRules } from './http/access.js';
+import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
 import { Meter } from './keys/usage.js';
 import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
@@ -136,7 +136,7 @@ export function buildApp(deps: AppDeps): Express {
   const categories = new CategoryService(em, clock);
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, {
     batching: config.reportBatching ?? { ms: 0, max: 1 },
-    meter,
+    quota: meter,
   });
   drain.onStop(() => reputation.close());
   const snapshots = blacklistSnapshots(pool, clock);
@@ -164,18 +164,18 @@ export function buildApp(deps: AppDeps): Express {
   });
   const bouncerRepository = new BouncerRepository(em);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
-  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes, (config.web ?? loadConfig({}).web).publicUrl);
+  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes, meter, (config.web ?? loadConfig({}).web).publicUrl);
   const handlers: Handlers = {
     ...categoryHandlers(categories),
     ...keyHandlers(meter, sites, clock),
-    ...reputationHandlers(reputation),
-    ...blacklistHandlers(blacklist, snapshots),
+    ...reputationHandlers(reputation, metering),
+    ...blacklistHandlers(blacklist, snapshots, metering),
     ...statsHandlers(stats),
     ...relayHandlers(relay),
     ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(em), sites, clock)),
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
-    ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist),
+    ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist, metering),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };
@@ -280,6 +280,32 @@ export function buildApp(deps: AppDeps): Express {
   if (web.stripeWebhook) site.use(web.stripeWebhook);
   site.use(web.pages);
   const mountedAt = (path: string) => mounted.find(({ base }) => path.startsWith(`${base}/`));
+
+  // The shape of a request's errors, as the contract says: its operation's x-access.answers;
+  // before an operation is matched (a body too large, a path that names none), the operation at
+  // its path if the path has no parameters, else its base's document's. Outside the bases: the envelope.
+  const shapes = new Map<Mounted, { document: Answers; atPath: Map<string, Answers> }>();
+  for (const m of mounted) {
+    const document = documentAnswers(m.document);
+    const atPath = new Map<string, Answers>();
+    for (const [path, item] of Object.entries(m.document.paths ?? {})) {
+      if (path.includes('{')) continue;
+      for (const method of METHODS) {
+        const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId as AnyOperationId | undefined;
+        const answers = operationId && access[operationId]?.answers;
+        if (answers && answers !== document) atPath.set(m.base + path, answers);
+      }
+    }
+    shapes.set(m, { document, atPath });
+  }
+  const answersOf = (req: Request, operationId: string | undefined): Answers => {
+    const own = operationId === undefined ? undefined : access[operationId as AnyOperationId]?.answers;
+    if (own) return own;
+    const m = mountedAt(req.path);
+    if (!m) return 'envelope';
+    const shape = shapes.get(m)!;
+    return shape.atPath.get(req.path) ?? shape.document;
+  };
   app.use((req, res, next) => (mountedAt(req.path) ? next() : site(req, res, next)));
 
   // Bodies are read only under the APIs' bases, and only after the key they present was looked
@@ -352,7 +378,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`));
   });
-  app.use(errorHandler(logger, metering, access));
+  app.use(errorHandler(logger, metering, answersOf));
   return app;
 }
 

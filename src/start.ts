@@ -14,7 +14,7 @@ import { Drain } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from './http/server.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
-import { loadApiArtifacts, projectRoot } from './openapi.js';
+import { API_BASE, loadApiArtifacts, projectRoot } from './openapi.js';
 import { ApiReference, redoclyCli, referenceFileOf } from './reference.js';
 import { logProgress } from './progress.js';
 import { RelayRepository } from './relay/repository.js';
@@ -124,7 +124,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
   });
   const { port } = server.address() as AddressInfo;
   const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ host: config.host, port, docs: `/api/v2/docs` }, 'listening');
+  logger.info({ host: config.host, port, docs: `${API_BASE}/docs` }, 'listening');
   if (!config.metricsToken && !config.metricsLoopback) logger.warn('GET /metrics answers 403 until METRICS_TOKEN is set (required with NODE_ENV=production)');
 
   return {

@@ -2,11 +2,10 @@ import { parse } from 'csv-parse/sync';
 import countries from 'i18n-iso-countries';
 import type { BlacklistService, ListParams } from '../blacklist/service.js';
 import type { Clock } from '../clock.js';
-import type { Read } from '../db/pool.js';
 import { DomainError, sentence } from '../errors.js';
 import type { Caller } from '../keys/service.js';
 import { addressToBigInt, bigIntToAddress, isPublic, parseAddress, parseNetwork } from '../address.js';
-import type { Charge } from '../keys/usage.js';
+import type { Metered, Payer } from '../keys/quota.js';
 import { categoryIds, NETWORK_ADDRESSES_MAX, type CsvLine, type ReputationService } from '../reputation/service.js';
 
 /**
@@ -77,15 +76,18 @@ export class AbuseIpdbService {
     private readonly clock: Clock,
   ) {}
 
-  /** GET /check. */
-  async check(ipAddress: string, maxAgeInDays: number, verbose: boolean, read?: Read) {
+  /**
+   * GET /check. Each answer is AbuseIPDB's body (`{ data }`) with what it cost (`usage`), from
+   * which the edge sets the rate-limit headers.
+   */
+  async check(ipAddress: string, maxAgeInDays: number, verbose: boolean, payer: Payer) {
     const parsed = address(ipAddress, 'ipAddress');
-    const [record, window] = await Promise.all([
-      this.reputation.check(parsed.text, { verbose: false, includeReports: false }, read),
+    const [{ data: record, usage }, window] = await Promise.all([
+      this.reputation.check(parsed.text, { verbose: false, includeReports: false }, payer),
       this.reputation.window(parsed.text, maxAgeInDays, verbose ? REPORTS_SHOWN : 0),
     ]);
     const countryCode = country(record.countryCode);
-    return {
+    const body = {
       data: {
         ipAddress: parsed.text,
         isPublic: isPublic(parsed),
@@ -116,23 +118,24 @@ export class AbuseIpdbService {
           : {}),
       },
     };
+    return { data: body, usage };
   }
 
   /** POST /report. */
-  async report(caller: Caller, reporterIp: string, body: { ip: string; categories: unknown; comment?: string }, charge: Charge) {
+  async report(caller: Caller, reporterIp: string, body: { ip: string; categories: unknown; comment?: string }, payer: Payer) {
     const ids = categoryIds(body.categories);
     if (!ids.length || ids.some((id) => id < 1 || id > ABUSEIPDB_CATEGORY_MAX)) {
       const message = `must be AbuseIPDB category ids from 1 to ${ABUSEIPDB_CATEGORY_MAX}, separated by commas`;
       throw new DomainError('invalid_input', sentence(`The categories parameter ${message}`), { code: 'invalid_request', fields: [{ location: 'body', name: 'categories', message }] });
     }
-    const stored = await this.reputation.report(caller, reporterIp, { ip: body.ip, categories: ids, comment: body.comment }, charge);
-    return { data: { ipAddress: stored.ip, abuseConfidenceScore: stored.abuseConfidencePercentage } };
+    const { data: stored, usage } = await this.reputation.report(caller, reporterIp, { ip: body.ip, categories: ids, comment: body.comment }, payer);
+    return { data: { data: { ipAddress: stored.ip, abuseConfidenceScore: stored.abuseConfidencePercentage } }, usage };
   }
 
   /** POST /bulk-report: every line charged, valid ones stored, the others listed by row. */
-  async bulkReport(caller: Caller, reporterIp: string, csv: string, charge: Charge) {
-    const answer = await this.reputation.reportLines(caller, reporterIp, bulkLines(csv), charge);
-    return {
+  async bulkReport(caller: Caller, reporterIp: string, csv: string, payer: Payer) {
+    const { data: answer, usage } = await this.reputation.reportLines(caller, reporterIp, bulkLines(csv), payer);
+    const body = {
       data: {
         savedReports: answer.success_count,
         invalidReports: answer.errors.map((e) => ({
@@ -142,19 +145,20 @@ export class AbuseIpdbService {
         })),
       },
     };
+    return { data: body, usage };
   }
 
   /** GET /check-block: the rule (and charge) of GET /api/v2/check-block, in AbuseIPDB's shape. */
-  async checkBlock(network: string, maxAgeInDays: number, charge: Charge) {
+  async checkBlock(network: string, maxAgeInDays: number, payer: Payer) {
     const since = new Date(this.clock.now().getTime() - maxAgeInDays * 86_400_000);
-    const block = await this.reputation.checkBlock(network, NETWORK_ADDRESSES_MAX, charge, since);
+    const { data: block, usage } = await this.reputation.checkBlock(network, NETWORK_ADDRESSES_MAX, payer, since);
     const parsed = parseNetwork(block.network, { prefixRequired: true })!;
     const bits = parsed.version === 4 ? 32 : 128;
     const size = 2n ** BigInt(bits - parsed.bits);
     // IPv4 networks up to /30 keep their first (network) and last (broadcast) addresses apart.
     const apart = parsed.version === 4 && parsed.bits <= 30;
     const hosts = apart ? size - 2n : size;
-    return {
+    const body = {
       data: {
         networkAddress: block.networkAddress,
         netmask: block.netmask,
@@ -171,6 +175,7 @@ export class AbuseIpdbService {
         })),
       },
     };
+    return { data: body, usage };
   }
 
   /** DELETE /clear-address. */

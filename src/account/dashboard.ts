@@ -56,13 +56,13 @@ export class Dashboard {
   async overview(account: AccountRow) {
     const caller = callerOf(account);
     const since = firstShownSiteDay(this.clock.now());
-    const relayEligible = relayTierOf(account.role) !== undefined;
+    const relayTier = relayTierOf(account.role);
     const [today, keys, sites, reports, relay, audit] = await Promise.all([
       this.usage.today(caller),
       this.keys(account.id),
       this.reads.sites(account.id, since),
       this.reads.reports(account.id),
-      relayEligible ? this.relay.quota(caller) : Promise.resolve(undefined),
+      relayTier ? this.relay.quota(caller, relayTier) : Promise.resolve(undefined),
       hasAuditTrail(account.role) ? this.audit.list(account.id, { limit: 20 }) : Promise.resolve([] as AuditRow[]),
     ]);
     return {
@@ -76,7 +76,7 @@ export class Dashboard {
       sites,
       reports,
       relay,
-      bundleEligible: relayTierOf(account.role)?.bundleEligible ?? false,
+      bundleEligible: relayTier?.bundleEligible ?? false,
       audit,
       hasAudit: hasAuditTrail(account.role),
     };

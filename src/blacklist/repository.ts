@@ -5,6 +5,15 @@ import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import type { IpStats } from '../db/entities/reputation.js';
 import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { sql } from '../db/sql.js';
+import type { Outcome, Payer, Quota } from '../keys/quota.js';
+
+type HeadRow = { id: number; generated_at: Date; content_hash: string; score_positions: number[] };
+const HEAD = {
+  name: 'blacklist-head',
+  query: sql`select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc limit 1`,
+};
+const toHead = (row: HeadRow | undefined): SnapshotHead | undefined =>
+  row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };
 import { silentProgress, type Progress } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
 import { scoreAggregate } from '../reputation/score.js';
@@ -204,14 +213,15 @@ export class BlacklistSnapshots {
     this.read = readerOf(pool);
   }
 
-  /** The current snapshot. `read`: the request's metering, run in the same statement (Meter.peekWith). */
-  async head(read: Read = this.read): Promise<SnapshotHead | undefined> {
-    const rows = await read<{ id: number; generated_at: Date; content_hash: string; score_positions: number[] }>({
-      name: 'blacklist-head',
-      query: sql`select id, generated_at, content_hash, score_positions from blacklist_snapshots order by id desc limit 1`,
-    });
-    const row = rows[0];
-    return row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };
+  /** The current snapshot. */
+  async head(): Promise<SnapshotHead | undefined> {
+    return toHead((await this.read<HeadRow>(HEAD))[0]);
+  }
+
+  /** The current snapshot, with the request's metering in the same statement (Quota.chargeWith). */
+  async headPaid(paying: { quota: Quota; payer: Payer; units: number }): Promise<{ outcome: Outcome; head?: SnapshotHead }> {
+    const { outcome, rows } = await paying.quota.chargeWith<HeadRow>(paying.payer, paying.units, HEAD);
+    return { outcome, head: toHead(rows[0]) };
   }
 
   async stats(): Promise<BlacklistStats> {

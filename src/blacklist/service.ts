@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
-import type { Read } from '../db/pool.js';
+import { paid, type Payer, type Quota, type Usage } from '../keys/quota.js';
 import { DomainError, sentence, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
 import { BLACKLIST_CATEGORIES } from './groups.js';
@@ -50,6 +50,8 @@ const CSV_HEADER = 'ip,abuseConfidencePercentage,lastReportedAt,totalReports,cat
  */
 export interface ListAnswer {
   etag: string;
+  /** The counter the request was metered on (charged, or only read), when a payer was given. */
+  usage?: Usage;
   /** The body: rendered whole (a kept list) or as it is read. */
   open(): Promise<{ contentType: string; body: Buffer | AsyncGenerator<string> }>;
 }
@@ -122,6 +124,7 @@ export class BlacklistService {
     private readonly categories: CategoryService,
     private readonly clock: Clock,
     cacheBytes: number,
+    private readonly quota?: Quota,
     /** PUBLIC_URL: the DNS blocklist's TXT says where to look an address up. */
     private readonly publicUrl?: string,
   ) {
@@ -185,14 +188,23 @@ export class BlacklistService {
    * The list for a request. Its tag depends on the snapshot's content and on every parameter
    * that shapes the body, so it is the same on every process; nothing is read until `open`.
    * With `since`, the body is the delta from the kept snapshot whose list had that tag.
-   * `read`: the request's metering, run with the reading of the current snapshot.
+   * `payer`: the request's metering, run with the reading of the current snapshot.
    */
-  async list(params: ListParams, variant: ListVariant, read?: Read): Promise<ListAnswer> {
+  async list(params: ListParams, variant: ListVariant, payer?: Payer): Promise<ListAnswer> {
     const query = await this.resolve(params, variant);
-    const head = (await this.snapshots.head(read)) ?? EMPTY_HEAD;
+    let usage: Usage | undefined;
+    let found: SnapshotHead | undefined;
+    if (payer) {
+      if (!this.quota) throw new Error('a metered list needs the quota');
+      const { outcome, head } = await this.snapshots.headPaid({ quota: this.quota, payer, units: 1 });
+      usage = paid(outcome);
+      found = head;
+    } else found = await this.snapshots.head();
+    const head = found ?? EMPTY_HEAD;
     const etag = this.tag(head, query);
     return {
       etag,
+      usage,
       open: async () => {
         const base = query.since === undefined ? undefined : await this.baseOf(query, query.since);
         const key = base ? `${etag}<${base.id}` : etag;

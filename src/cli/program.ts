@@ -551,7 +551,7 @@ export function createProgram(io: CliIo): Command {
         const totals = { stored: 0, refused: 0, errors: [] as { line: number; input: string; error: string }[] };
         for await (const chunk of csvChunks(file)) {
           // Operator imports are not metered: the account's daily report quota stays as it is.
-          const answer = await reputation.bulkReport(caller, opts.reporterIp, chunk.csv, async () => undefined);
+          const { data: answer } = await reputation.bulkReport(caller, opts.reporterIp, chunk.csv, undefined);
           totals.stored += answer.success_count;
           totals.refused += answer.error_count;
           for (const e of answer.errors) if (totals.errors.length < 100) totals.errors.push({ ...e, line: e.line + chunk.firstLine - 1 });

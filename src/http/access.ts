@@ -12,7 +12,7 @@ export type OperationId = AnyOperationId;
  * ```yaml
  * x-access:
  *   feature: bulk_check   # a key whose role has this feature; without it the operation is public
- *   answers: relay        # relay operations answer {ok, code, message}; the others the envelope
+ *   answers: relay        # the shape of its errors; the document's own (its root x-access.answers) by default
  *   countsSite: false     # whether a keyed call's X-Rip-Site is counted and bounded here (default: yes, but for the relay)
  * x-charge:
  *   withKey: check        # the account's daily counter a keyed call charges
@@ -32,6 +32,8 @@ export type OperationId = AnyOperationId;
 export interface AccessRule {
   /** undefined: public, a key is optional. Otherwise a key whose role has this feature. */
   feature?: Feature;
+  /** The shape its errors are answered in: its own `x-access.answers`, else its document's. */
+  answers: Answers;
   /** Relay operations answer without the envelope, with relay error codes. */
   relay: boolean;
   /** Whether the site a keyed request names (`X-Rip-Site`) is counted and bounded (not by the relay, which bounds `site_url`). */
@@ -42,8 +44,8 @@ export interface AccessRule {
   /** The handler charges, after its own checks, as many units as the request holds. */
   chargedByHandler: boolean;
   /**
-   * The handler reads its answer with `res.locals.meteredRead`, which charges the call (or reads
-   * the counter its headers show) in the same statement: one round trip.
+   * The use case reads its answer in the statement that charges the call (or reads the counter
+   * its headers show), through the Quota port (Quota.chargeWith): one round trip.
    */
   meteredWithRead: boolean;
   /** Refused with 429 once the caller's per-address allowance is used up, though never charged. */
@@ -54,6 +56,22 @@ export interface AccessRule {
 export type AccessRules = Readonly<Partial<Record<OperationId, AccessRule>>>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
+
+/**
+ * The shapes errors are answered in: the envelope `{meta, data}`; the relay's `{ok, code,
+ * message}`; CrowdSec's LAPI `{message}`; AbuseIPDB's `{errors: [...]}`.
+ */
+export const ANSWERS = ['envelope', 'relay', 'crowdsec', 'abuseipdb'] as const;
+export type Answers = (typeof ANSWERS)[number];
+
+/** The shape a document answers errors in (its root `x-access.answers`): for any request under its base. */
+export function documentAnswers(document: ApiDocument): Answers {
+  const answers = ((document as { 'x-access'?: { answers?: unknown } })['x-access'])?.answers;
+  if (typeof answers !== 'string' || !(ANSWERS as readonly string[]).includes(answers)) {
+    throw new Error(`The OpenAPI document "${document.info?.title}" must name its error shape: x-access.answers, one of ${ANSWERS.join(', ')}`);
+  }
+  return answers as Answers;
+}
 const ACCESS_FIELDS = new Set(['feature', 'answers', 'countsSite']);
 /** `per` (what one unit is) and `monthly` (the relay channel a send is metered on) are read by the reference only. */
 const CHARGE_FIELDS = new Set(['withKey', 'withoutKey', 'units', 'withRead', 'gatedByPublicLimit', 'per', 'monthly']);
@@ -62,12 +80,13 @@ const CHARGE_FIELDS = new Set(['withKey', 'withoutKey', 'units', 'withRead', 'ga
 export function accessRules(document: ApiDocument): AccessRules {
   const rules: Partial<Record<OperationId, AccessRule>> = {};
   const problems: string[] = [];
+  const answers = documentAnswers(document);
   for (const item of Object.values(document.paths ?? {})) {
     for (const method of METHODS) {
       const operation = (item as Record<string, Record<string, unknown> | undefined>)[method];
       const id = operation?.operationId as OperationId | undefined;
       if (!operation || !id) continue;
-      const rule = readRule(id, operation['x-access'], operation['x-charge'], problems);
+      const rule = readRule(id, operation['x-access'], operation['x-charge'], answers, problems);
       if (rule) rules[id] = rule;
     }
   }
@@ -75,7 +94,7 @@ export function accessRules(document: ApiDocument): AccessRules {
   return rules as AccessRules;
 }
 
-function readRule(id: string, access: unknown, charge: unknown, problems: string[]): AccessRule | undefined {
+function readRule(id: string, access: unknown, charge: unknown, documentAnswers: Answers, problems: string[]): AccessRule | undefined {
   const start = problems.length;
   const object = (value: unknown, name: string, fields: Set<string>): Record<string, unknown> => {
     if (value === undefined && name === 'x-charge') return {};
@@ -100,9 +119,11 @@ function readRule(id: string, access: unknown, charge: unknown, problems: string
     return undefined;
   };
   const feature = oneOf(a.feature, 'x-access.feature', FEATURES);
-  const relay = oneOf(a.answers, 'x-access.answers', ['envelope', 'relay'] as const) === 'relay';
+  const answers = oneOf(a.answers, 'x-access.answers', ANSWERS) ?? documentAnswers;
+  const relay = answers === 'relay';
   const rule: AccessRule = {
     feature,
+    answers,
     relay,
     countsSite: flag(a.countsSite, 'x-access.countsSite') ?? !relay,
     chargeWithKey: oneOf(c.withKey, 'x-charge.withKey', KEY_COUNTERS),

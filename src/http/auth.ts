@@ -4,7 +4,7 @@ import { hasFeature } from '../keys/roles.js';
 import type { AccessRule } from './access.js';
 import { siteHost, siteRefused } from '../keys/sites.js';
 import { type KeySites } from '../keys/sites.repository.js';
-import { ApiError, forbidden, MESSAGES, UNAUTHORIZED_HINT, unauthorized } from './errors.js';
+import { ApiError, forbidden, unauthorized } from './errors.js';
 import type { AnyOperationId } from './types.js';
 
 declare module 'express-serve-static-core' {
@@ -55,11 +55,6 @@ export function authenticateBeforeBody(keys: KeyAuthenticator, keyHeader: (path:
 /** Whether the request presented a valid key before its body was read (authenticateBeforeBody). */
 export const hasValidKey = (res: Response): boolean => res.locals.presented?.caller !== undefined;
 
-const relayUnauthorized = (code: 'missing_api_key' | 'invalid_api_key') =>
-  code === 'missing_api_key'
-    ? new ApiError(401, 'An API key is required in the X-Key header.', { code })
-    : new ApiError(401, MESSAGES[401], { code, topLevelMessage: UNAUTHORIZED_HINT });
-
 /**
  * Authentication and feature access for one operation, as its `x-access` says (http/access.ts):
  * a key that is sent must be valid (401 otherwise, even on public operations); a key operation
@@ -70,14 +65,14 @@ export function guard(operationId: AnyOperationId, rule: AccessRule, keys: KeyAu
     res.locals.operationId = operationId;
     const key = presentedKey(req, keyHeader);
     if (key === undefined) {
-      if (rule.feature) throw rule.relay ? relayUnauthorized('missing_api_key') : unauthorized('missing_api_key');
+      if (rule.feature) throw unauthorized('missing_api_key');
       return next();
     }
     // The relay names a malformed key as missing; other operations say 401 either way.
-    if (rule.relay && !looksLikeKey(key)) throw relayUnauthorized('missing_api_key');
+    if (rule.relay && !looksLikeKey(key)) throw unauthorized('missing_api_key');
     const early = res.locals.presented;
     const caller = early?.key === key ? early.caller : await keys.authenticate(key);
-    if (!caller) throw rule.relay ? relayUnauthorized('invalid_api_key') : unauthorized();
+    if (!caller) throw unauthorized();
     res.locals.caller = caller;
     if (rule.feature && !hasFeature(caller.role, rule.feature)) {
       throw rule.relay

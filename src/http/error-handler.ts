@@ -1,13 +1,15 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import type { AccessRules, OperationId } from './access.js';
+import type { Answers } from './access.js';
 import { errorBody } from './envelope.js';
 import { DomainError, sentence, type ErrorKind, type ErrorLocation, type FieldError } from '../errors.js';
 import { ApiError, errorCode, MESSAGES } from './errors.js';
 import type { Metering } from './metering.js';
+import { QuotaExceeded } from '../keys/quota.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { incidentLogger } from '../logging.js';
-import { protocolError, protocolOf } from './protocols.js';
+import { API_BASE } from '../openapi.js';
+import { protocolError } from './protocols.js';
 
 interface ValidatorError extends Error {
   status: number;
@@ -128,7 +130,7 @@ function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<ty
   const validatorError = err as ValidatorError;
   if (typeof validatorError?.status === 'number' && Array.isArray(validatorError.errors)) {
     const status = validatorError.status;
-    if (status === 404) return { status, message: `No endpoint at ${req.method} ${req.path}. See /api/v2/docs.` };
+    if (status === 404) return { status, message: `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.` };
     if (status === 405) {
       return {
         status,
@@ -161,33 +163,41 @@ function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<ty
   return { status: 500, message: 'An unexpected error occurred. It has been logged.' };
 }
 
-const RELAY_PATH = /^\/api\/v2\/relay-(mail|sms|quota)$/;
+/** What the relay answers a request without a usable key (the envelope says MESSAGES[401]). */
+const RELAY_MISSING_KEY = 'An API key is required in the X-Key header.';
 
 /** The one place errors become responses: the envelope, or the relay's `{ok, code, message}`. */
-export function errorHandler(logger: Logger, metering: Metering, rules: AccessRules) {
+/**
+ * `answersOf`: the shape the request's errors are answered in, as its operation's document says
+ * (`x-access.answers`); for a request that matched no operation, its base's document's.
+ */
+export function errorHandler(logger: Logger, metering: Metering, answersOf: (req: Request, operationId: string | undefined) => Answers) {
   // A database outage fails every request at once: one log line per incident, not per request.
   const incident = incidentLogger(logger);
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // A refused charge: the counter's headers from its usage, and 429.
+    if (err instanceof QuotaExceeded && !res.headersSent) err = metering.refused(res, err);
     const mapped = map(err, req, req.log ?? logger, incident);
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    const protocol = protocolOf(req.path);
+    // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
+    const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    const answers = answersOf(req, operationId);
     // Bouncers have no daily counter: no rate-limit headers for them.
-    if (mapped.status !== 503 && protocol !== 'crowdsec') await metering.ensureHeaders(req, res);
+    if (mapped.status !== 503 && answers !== 'crowdsec') await metering.ensureHeaders(req, res);
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
-    if (protocol) {
-      const { status, body } = protocolError(protocol, mapped, res);
+    if (answers === 'crowdsec' || answers === 'abuseipdb') {
+      const { status, body } = protocolError(answers, mapped, res);
       res.status(status).json(body);
       return;
     }
-    const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
-    // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
-    const relay = operationId !== undefined ? rules[operationId as OperationId]?.relay : RELAY_PATH.test(req.path);
     res.status(mapped.status);
-    if (relay) {
-      const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message: mapped.topLevelMessage ?? mapped.message };
+    if (answers === 'relay') {
+      const missingKey = mapped.status === 401 && mapped.code === 'missing_api_key';
+      const message = missingKey ? RELAY_MISSING_KEY : (mapped.topLevelMessage ?? mapped.message);
+      const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message };
       if (mapped.errors?.length) body.errors = mapped.errors;
       res.json(body);
       return;

@@ -5,13 +5,6 @@ import { publicSubjectOf, type Meter } from '../keys/usage.js';
 import { ApiError } from './errors.js';
 import { sourceIp } from './metering.js';
 
-declare module 'express-serve-static-core' {
-  interface Locals {
-    /** Gives the request's charge back; called when the server failed to answer it. */
-    refund?: () => Promise<void>;
-  }
-}
-
 /**
  * A server error must not be a free probe. Each 5xx a caller meets (but 503, a database
  * outage, which is nobody's probe) counts against a daily budget of its account and of its
@@ -74,7 +67,8 @@ export class FaultBudget {
           return;
         }
       }
-      await res.locals.refund?.();
+      // The standalone charges made for the request (its payer's tab) go back.
+      for (const receipt of res.locals.payer?.tab ?? []) await this.meter.refund(receipt);
     } catch (err) {
       req.log?.error({ err }, 'settling a failed request failed');
     }

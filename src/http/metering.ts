@@ -1,25 +1,19 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
-import type { Charge, ChargeResult, CounterState, Meter, Subject } from '../keys/usage.js';
-import type { Counter } from '../keys/roles.js';
+import type { CounterState, Meter } from '../keys/usage.js';
+import { QuotaExceeded, type Payer, type Subject, type Usage } from '../keys/quota.js';
 import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';
 import type { Metrics } from './metrics.js';
-import type { NamedQuery, Queryable, Read } from '../db/pool.js';
 
 declare module 'express-serve-static-core' {
   interface Locals {
     /**
-     * Charges the operation's counter `units` times, or throws 429 leaving it unchanged. With
-     * `db` (a transaction), the charge commits or rolls back with the work it pays for.
+     * Who pays for the request and on which counter, for an operation whose use case charges
+     * (`x-charge.units: handler`, or `withRead`: with its read, in one statement). A value the
+     * handler hands to the service, which returns the counter's Usage with its answer.
      */
-    charge?: Charge;
-    /**
-     * For an operation metered with its read (`x-charge.withRead`): runs the handler's read in
-     * the statement that charges the call, or throws 429 leaving the counter unchanged; for an
-     * uncharged operation, in the statement that reads the counter its headers show.
-     */
-    meteredRead?: Read;
+    payer?: Payer;
   }
 }
 
@@ -30,7 +24,7 @@ export function sourceIp(req: Request): string {
   return req.ip ?? req.socket.remoteAddress ?? '';
 }
 
-function subjectOf(req: Request, res: Response): Subject {
+export function subjectOf(req: Request, res: Response): Subject {
   return res.locals.caller ? { caller: res.locals.caller } : { sourceIp: sourceIp(req) };
 }
 
@@ -42,7 +36,7 @@ function secondsUntil(resetAt: Date, clock: Clock): number {
  * `X-RateLimit-*` for the counter, and the IETF draft's `RateLimit-Policy` and `RateLimit`
  * fields beside them (left out for an unlimited counter, which they cannot express).
  */
-export function setRateLimitHeaders(res: Response, state: CounterState, clock: Clock): void {
+export function setRateLimitHeaders(res: Response, state: CounterState | Usage, clock: Clock): void {
   const unlimited = state.limit < 0;
   const remaining = unlimited ? -1 : Math.max(0, state.limit - state.used);
   const reset = secondsUntil(state.resetAt, clock);
@@ -55,6 +49,13 @@ export function setRateLimitHeaders(res: Response, state: CounterState, clock: C
   }
 }
 
+/**
+ * The edge of the quota: who pays (a Payer, decided here from `x-charge`), the rate-limit
+ * headers from the Usage a use case returns (`answered`) or a refusal carries (the error
+ * handler), the refund of a request the server then fails (fault-budget.ts, from the payer's
+ * tab) and the public-limit gate. The charges themselves are the use cases', through the
+ * Quota port (keys/quota.ts).
+ */
 export class Metering {
   constructor(
     private readonly meter: Meter,
@@ -62,66 +63,56 @@ export class Metering {
     private readonly metrics?: Metrics,
   ) {}
 
-  private refuse(counter: string, resetAt: Date) {
-    this.metrics?.quotaRefusals.inc({ counter });
-    return rateLimited(secondsUntil(resetAt, this.clock));
-  }
-
   /** The caller's main daily counter: the check quota with a key, the per-IP allowance without. */
   private mainCounter(res: Response) {
     return res.locals.caller ? ('check' as const) : ('public' as const);
   }
 
   /**
-   * Charges the counter (with `read`, in the same statement), or throws 429 leaving it
-   * unchanged. A request the server then fails to answer (5xx) may get the charge back: the
-   * fault budget decides (http/fault-budget.ts).
-   */
-  private async charge<R extends object>(req: Request, res: Response, counter: Counter, units: number, db?: Queryable, read?: NamedQuery) {
-    const { result, rows } = await this.meter.chargeWith<R>(subjectOf(req, res), counter, units, read, db);
-    this.settle(res, result, units, !db);
-    return rows;
-  }
-
-  private settle(res: Response, result: ChargeResult, units: number, refundable: boolean) {
-    setRateLimitHeaders(res, result, this.clock);
-    if (!result.allowed) throw this.refuse(result.counter, result.resetAt);
-    if (refundable && units > 0) res.locals.refund = () => this.meter.refund(result, units);
-  }
-
-  /**
-   * Charges or reports the counter of one operation, as its `x-charge` says (http/access.ts).
-   * An operation its handler charges sets its headers when it charges: the handler charges
-   * exactly once (0 units when the request holds none), and a request refused before it does
-   * gets them from the error handler (`ensureHeaders`).
+   * Meters one operation as its `x-charge` says (http/access.ts): a use case that charges gets
+   * its Payer; a plain charged operation is charged here; an uncharged one reads its counter
+   * for its headers (and, gated by the public limit, is refused past it).
    */
   middleware(rule: AccessRule) {
     return async (req: Request, res: Response, next: NextFunction) => {
+      const subject = subjectOf(req, res);
       const counter = res.locals.caller ? rule.chargeWithKey : rule.chargeWithoutKey;
-      if (counter && rule.chargedByHandler) {
-        res.locals.charge = Object.assign(async (units: number, db?: Queryable) => void (await this.charge(req, res, counter, units, db)), {
-          // For a charge made with others' in one statement (Meter.chargeMany), in a transaction: never refunded.
-          claim: { subject: subjectOf(req, res), counter, settle: (result: ChargeResult) => this.settle(res, result, 1, false) },
-        });
-      } else if (counter && rule.meteredWithRead) {
-        res.locals.meteredRead = (read) => this.charge(req, res, counter, 1, undefined, read);
+      if (counter && (rule.chargedByHandler || rule.meteredWithRead)) {
+        res.locals.payer = { subject, counter, tab: [] };
       } else if (rule.meteredWithRead) {
-        res.locals.meteredRead = async <R extends object>(read: NamedQuery) => {
-          const { state, rows } = await this.meter.peekWith<R>(subjectOf(req, res), this.mainCounter(res), read);
-          setRateLimitHeaders(res, state, this.clock);
-          return rows;
-        };
+        res.locals.payer = { subject, counter: this.mainCounter(res), peek: true };
       } else if (counter) {
-        await this.charge(req, res, counter, 1);
+        const payer: Payer = { subject, counter, tab: [] };
+        res.locals.payer = payer;
+        const outcome = await this.meter.charge(payer, 1);
+        if (outcome.refused) throw new QuotaExceeded(outcome.usage);
+        setRateLimitHeaders(res, outcome, this.clock);
       } else {
-        const state = await this.meter.peek(subjectOf(req, res), this.mainCounter(res));
+        const state = await this.meter.peek(subject, this.mainCounter(res));
         setRateLimitHeaders(res, state, this.clock);
         if (rule.gatedByPublicLimit && !res.locals.caller && state.used >= state.limit) {
-          throw this.refuse('public', state.resetAt);
+          throw new QuotaExceeded({ counter: 'public', limit: state.limit, used: state.used, resetAt: state.resetAt });
         }
       }
       next();
     };
+  }
+
+  /** The rate-limit headers of an answer, from the Usage its use case returned. */
+  answered(res: Response, usage: Usage): void {
+    setRateLimitHeaders(res, usage, this.clock);
+  }
+
+  /** A refused charge: its headers, and the 429 it answers. */
+  refused(res: Response, refusal: QuotaExceeded) {
+    this.metrics?.quotaRefusals.inc({ counter: refusal.usage.counter });
+    setRateLimitHeaders(res, refusal.usage, this.clock);
+    return rateLimited(secondsUntil(refusal.usage.resetAt, this.clock));
+  }
+
+  /** Gives back the standalone charges of a request the server failed to answer (5xx). */
+  async refund(res: Response): Promise<void> {
+    for (const receipt of res.locals.payer?.tab ?? []) await this.meter.refund(receipt);
   }
 
   /** For responses that were refused before their operation's metering ran (400, 401, 404). */

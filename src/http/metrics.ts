@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { LIBUV_DEFAULT_THREADS } from '../config.js';
 import type { Pool } from '../db/pool.js';
+import { API_BASE } from '../openapi.js';
 
 /**
  * Prometheus metrics of one process, served at GET /metrics: requests and their latency per
@@ -141,7 +142,7 @@ export class Metrics {
     return (req: Request, res: Response, next: NextFunction) => {
       const end = this.latency.startTimer();
       res.once('finish', () => {
-        const operation = res.locals.operationId ?? (req.path.startsWith('/api/v2/') ? 'unmatched' : 'other');
+        const operation = res.locals.operationId ?? (req.path.startsWith(`${API_BASE}/`) ? 'unmatched' : 'other');
         end({ operation });
         this.requests.inc({ operation, status: String(res.statusCode) });
       });

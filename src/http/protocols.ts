@@ -1,21 +1,12 @@
 import type { Response } from 'express';
-import { ABUSEIPDB_BASE, CROWDSEC_BASE } from '../openapi.js';
 import { sentence, type FieldError } from '../errors.js';
 
 /**
  * The other protocols answer errors in their own shapes: CrowdSec's LAPI `{"message": …}`,
- * AbuseIPDB `{"errors": [{"detail", "status", "source": {"parameter"}}]}`. A request belongs to
- * a protocol by its base path (after aliases are rewritten), whatever went wrong.
+ * AbuseIPDB `{"errors": [{"detail", "status", "source": {"parameter"}}]}`. Which shape a request
+ * gets is its document's `x-access.answers` (http/access.ts), whatever went wrong.
  */
 export type Protocol = 'crowdsec' | 'abuseipdb';
-
-const under = (path: string, base: string) => path === base || path.startsWith(`${base}/`);
-
-export function protocolOf(path: string): Protocol | undefined {
-  if (under(path, CROWDSEC_BASE)) return 'crowdsec';
-  if (under(path, ABUSEIPDB_BASE)) return 'abuseipdb';
-  return undefined;
-}
 
 /** What AbuseIPDB answers for a missing, unknown or revoked key. */
 export const ABUSEIPDB_AUTHENTICATION_FAILED =

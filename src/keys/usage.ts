@@ -1,22 +1,12 @@
 import { networkOf, parseAddress } from '../address.js';
 import { DAY_MS, nextUtcMidnight, utcDay, type Clock } from '../clock.js';
-import type { NamedQuery, Queryable } from '../db/pool.js';
+import { transaction, type NamedQuery, type Pool, type Queryable } from '../db/pool.js';
 import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './service.js';
+import { type Outcome, type Payer, type Quota, type Receipt, type Subject } from './quota.js';
 import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
 
-/**
- * Charges the operation's daily counter, or throws 429 (see http/metering.ts). `claim`: the same
- * charge as data, for a batch that charges many requests in one statement (Meter.chargeMany) and
- * then settles each with its outcome (its headers, or its 429).
- */
-export interface Charge {
-  (units: number, db?: Queryable): Promise<void>;
-  claim?: { subject: Subject; counter: Counter; settle(result: ChargeResult): void };
-}
-
-/** Who a counter belongs to: an account (all its keys share it) or a public source address. */
-export type Subject = { caller: Caller } | { sourceIp: string };
+export type { Subject } from './quota.js';
 
 export interface CounterState {
   counter: Counter;
@@ -35,6 +25,20 @@ export interface ChargeResult extends CounterState {
 }
 
 const UNLIMITED = 2_147_483_647;
+
+/** The most charges of one counter put in one group (one transaction, one commit). */
+const GROUP_MAX = 100;
+
+/** A charge waiting for the one in flight on its counter (Meter.chargeWith). */
+interface Queued {
+  payer: Payer;
+  units: number;
+  read: NamedQuery;
+  resolve(answer: { outcome: Outcome; rows: object[] }): void;
+  reject(err: unknown): void;
+}
+
+const isPool = (db: Queryable): db is Pool => !('release' in db);
 
 
 /**
@@ -132,7 +136,7 @@ function meteredStatement(metering: Metering, p: ChargeParams, read: NamedQuery 
  * and returns the new total, so concurrent requests on any number of processes never admit
  * more than the limit and never refuse one that fits.
  */
-export class Meter implements UsageReader {
+export class Meter implements UsageReader, Quota {
   constructor(
     private readonly db: Queryable,
     private readonly clock: Clock,
@@ -155,8 +159,101 @@ export class Meter implements UsageReader {
   }
 
   /** `db`: a transaction to charge in, so that the charge rolls back with the work it pays for. */
-  async charge(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
-    return (await this.chargeWith(subject, counter, units, undefined, db)).result;
+  async chargeSubject(subject: Subject, counter: Counter, units: number, db: Queryable = this.db): Promise<ChargeResult> {
+    return (await this.chargeSubjectWith(subject, counter, units, undefined, db)).result;
+  }
+
+  // The Quota port (keys/quota.ts): what the use cases call.
+
+  async charge(payer: Payer, units: number, tx?: Queryable): Promise<Outcome> {
+    const { result } = await this.chargeSubjectWith(payer.subject, payer.counter, units, undefined, tx ?? this.db);
+    return this.outcome(payer, result, units, tx === undefined);
+  }
+
+  /**
+   * A request alone on its counter charges and reads in one statement, one round trip. Requests
+   * that arrive while a charge of the same counter is in flight (they would queue on its row
+   * lock, one commit each) wait for it and are then charged together: one transaction whose
+   * chargeClaims admits each in order, exactly as one after the other would, with one commit for
+   * all; each one's read follows it. The charges of one busy account thus cost one commit per
+   * group instead of one per request.
+   */
+  async chargeWith<R extends object>(payer: Payer, units: number, read: NamedQuery): Promise<{ outcome: Outcome; rows: R[] }> {
+    if (payer.peek) {
+      const { state, rows } = await this.peekWith<R>(payer.subject, payer.counter, read);
+      return { outcome: state, rows };
+    }
+    if (!isPool(this.db)) return this.chargeAlone<R>(payer, units, read);
+    const key = `${payer.counter}\u0000${this.countersOf(payer.subject, payer.counter).map((c) => c.name).join('\u0000')}`;
+    const queue = this.waiting.get(key);
+    if (queue) return new Promise((resolve, reject) => queue.push({ payer, units, read, resolve: resolve as Queued['resolve'], reject }));
+    this.waiting.set(key, []);
+    try {
+      return await this.chargeAlone<R>(payer, units, read);
+    } finally {
+      this.drain(key);
+    }
+  }
+
+  /** The charge and the read in one statement. */
+  private async chargeAlone<R extends object>(payer: Payer, units: number, read: NamedQuery): Promise<{ outcome: Outcome; rows: R[] }> {
+    const { result, rows } = await this.chargeSubjectWith<R>(payer.subject, payer.counter, units, read);
+    return { outcome: this.outcome(payer, result, units, true), rows: result.allowed ? rows : [] };
+  }
+
+  /** Charges waiting on `key`: the next group of them, once the charge in flight is done. */
+  private readonly waiting = new Map<string, Queued[]>();
+
+  private drain(key: string): void {
+    const queue = this.waiting.get(key)!;
+    if (!queue.length) {
+      this.waiting.delete(key);
+      return;
+    }
+    const group = queue.splice(0, GROUP_MAX);
+    void this.chargeGroup(group).finally(() => this.drain(key));
+  }
+
+  private async chargeGroup(group: Queued[]): Promise<void> {
+    if (group.length === 1) {
+      const [member] = group as [Queued];
+      return this.chargeAlone(member.payer, member.units, member.read).then(member.resolve, member.reject);
+    }
+    let results: ChargeResult[];
+    try {
+      results = await transaction(this.db as Pool, (client) =>
+        this.chargeClaims(group.map(({ payer, units }) => ({ subject: payer.subject, counter: payer.counter, units })), client),
+      );
+    } catch (err) {
+      for (const member of group) member.reject(err);
+      return;
+    }
+    await Promise.all(
+      group.map(async (member, i) => {
+        try {
+          const result = results[i]!;
+          const outcome = this.outcome(member.payer, result, member.units, true);
+          const rows = result.allowed ? (await this.db.query(statement(member.read.name, member.read.query))).rows : [];
+          member.resolve({ outcome, rows });
+        } catch (err) {
+          member.reject(err);
+        }
+      }),
+    );
+  }
+
+  async chargeMany(claims: { payer: Payer; units: number }[], tx: Queryable): Promise<Outcome[]> {
+    const results = await this.chargeClaims(claims.map(({ payer, units }) => ({ subject: payer.subject, counter: payer.counter, units })), tx);
+    return results.map((result, i) => this.outcome(claims[i]!.payer, result, claims[i]!.units, false));
+  }
+
+  /** A charge's result as the port's value; a standalone one goes on the payer's tab, for a refund. */
+  private outcome(payer: Payer, result: ChargeResult, units: number, standalone: boolean): Outcome {
+    const usage = { counter: result.counter, limit: result.limit, used: result.used, resetAt: result.resetAt };
+    if (!result.allowed) return { refused: true, usage };
+    const receipt: Receipt = { subject: result.subject, counter: result.counter, day: result.day, units };
+    if (standalone && units > 0) payer.tab?.push(receipt);
+    return { ...usage, receipt };
   }
 
   /**
@@ -165,7 +262,7 @@ export class Meter implements UsageReader {
    * statement written with its own parameters from $1; it must hold no other `$`, and its rows
    * come back in no particular order (a read of several rows sorts them itself).
    */
-  async chargeWith<R extends object>(
+  async chargeSubjectWith<R extends object>(
     subject: Subject,
     counter: Counter,
     units: number,
@@ -184,7 +281,7 @@ export class Meter implements UsageReader {
    * new totals. The rows stay locked until `db` ends, so concurrent charges on any number of
    * processes never admit more than the limit. Returns each request's outcome, as chargeWith.
    */
-  async chargeMany(claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable): Promise<ChargeResult[]> {
+  async chargeClaims(claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable): Promise<ChargeResult[]> {
     const now = this.clock.now();
     const day = utcDay(now);
     const plans = claims.map((claim) => ({ ...claim, counters: this.countersOf(claim.subject, claim.counter) }));
@@ -257,12 +354,12 @@ export class Meter implements UsageReader {
   }
 
   /** Gives back a charge whose request then failed on the server's side (5xx). */
-  async refund(charge: ChargeResult, units: number): Promise<void> {
+  async refund(receipt: Receipt): Promise<void> {
     await this.db.query({
       name: 'refund-counter',
       text: `update usage_counters set used = greatest(0, used - $4)
               where subject = any($1::text[]) and counter = $2 and day = $3::date`,
-      values: [charge.subject, charge.counter, charge.day, units],
+      values: [receipt.subject, receipt.counter, receipt.day, receipt.units],
     });
   }
 

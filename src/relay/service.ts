@@ -20,7 +20,7 @@ import {
   singleLine,
   siteOf,
 } from './message-rules.js';
-import { relayTierOf, type Channel, type RelayTier } from './policy.js';
+import type { Channel, RelayTier } from './policy.js';
 import type { RelayQueue } from './queue.js';
 import type { RecipientHistory, RelayRepository } from './repository.js';
 import type { MailPayload, SmsPayload } from './worker.js';
@@ -128,18 +128,11 @@ export class RelayService {
     private readonly templates: SmsTemplates,
   ) {}
 
-  private tier(caller: Caller): RelayTier {
-    const tier = relayTierOf(caller.role);
-    if (!tier) throw relayError('forbidden', 'tier_forbidden', `The ${caller.role} tier is not eligible for the relay.`);
-    return tier;
-  }
-
   private inclusiveLimit(tier: RelayTier, channel: Channel): number {
     return tier.inclusive[channel] ?? this.limits.enterpriseCeiling[channel];
   }
 
-  async block(caller: Caller, channel: Channel): Promise<QuotaBlock> {
-    const tier = this.tier(caller);
+  async block(caller: Caller, tier: RelayTier, channel: Channel): Promise<QuotaBlock> {
     const period = utcMonth(this.clock.now());
     const counts = await this.messages.periodCounts(caller.accountId, channel, period.start);
     const unlimited = tier.inclusive[channel] === null;
@@ -160,17 +153,18 @@ export class RelayService {
     };
   }
 
-  /** GET /relay-quota. */
-  async quota(caller: Caller) {
-    const tier = this.tier(caller);
-    const [mail, sms] = await Promise.all([this.block(caller, 'mail'), this.block(caller, 'sms')]);
+  /**
+   * GET /relay-quota. `tier`: the caller's relay tier, resolved once by whoever admitted the caller
+   * (the API's guard refuses a role without one with 403; the dashboard asks only for one that has one).
+   */
+  async quota(caller: Caller, tier: RelayTier) {
+    const [mail, sms] = await Promise.all([this.block(caller, tier, 'mail'), this.block(caller, tier, 'sms')]);
     // The contract names the relay tiers; the role table decides which roles have one.
     return { tier: tier.id as QuotaAnswer['tier'], role: caller.role, mail, sms, mail_bundle_balance: mail.bundle_balance, sms_bundle_balance: sms.bundle_balance };
   }
 
   /** POST /relay-mail. */
-  async sendMail(caller: Caller, input: MailInput) {
-    this.tier(caller);
+  async sendMail(caller: Caller, tier: RelayTier, input: MailInput) {
     const { recipient, site, payload, ignoredHeaders } = checked(() => {
       const recipientText = current(input.recipient, input.to);
       if (recipientText === undefined) throw new MessageRuleError('recipient', 'recipient is required');
@@ -198,15 +192,14 @@ export class RelayService {
       return { recipient: to.address, site: siteOf(input.site_url), payload: mail, ignoredHeaders: headers.ignored };
     });
     const branded = brandMail(payload, caller.role, await this.messages.senderName(caller.accountId), this.limits.mailFooter);
-    const accepted = await this.accept(caller, 'mail', recipient, site, branded);
+    const accepted = await this.accept(caller, tier, 'mail', recipient, site, branded);
     // Said in the answer, so that a caller learns what its mail went without.
     const answer: typeof accepted & { ignored_headers?: string[] } = accepted;
     return ignoredHeaders.length > 0 ? { ...answer, ignored_headers: ignoredHeaders } : answer;
   }
 
   /** POST /relay-sms. */
-  async sendSms(caller: Caller, input: SmsInput) {
-    this.tier(caller);
+  async sendSms(caller: Caller, tier: RelayTier, input: SmsInput) {
     const { phone, site, template, message } = checked(() => {
       const phoneText = current(input.recipient_phone, input.to);
       if (phoneText === undefined) throw new MessageRuleError('recipient_phone', 'recipient_phone is required');
@@ -236,15 +229,14 @@ export class RelayService {
       }
     }
     const payload: SmsPayload = { text: text! };
-    return this.accept(caller, 'sms', phone, site, payload);
+    return this.accept(caller, tier, 'sms', phone, site, payload);
   }
 
-  private async accept(caller: Caller, channel: Channel, recipient: string, site: { url: string; host: string }, payload: MailPayload | SmsPayload) {
+  private async accept(caller: Caller, tier: RelayTier, channel: Channel, recipient: string, site: { url: string; host: string }, payload: MailPayload | SmsPayload) {
     if (!this.limits.channels[channel] || !this.queue) {
       throw relayError('unavailable', 'service_unavailable', `The ${channel === 'mail' ? 'mail' : 'SMS'} relay is not configured on this server.`);
     }
     const queue = this.queue;
-    const tier = this.tier(caller);
     const now = this.clock.now();
     const period = utcMonth(now);
     // A refused send may try again when the next period restores the inclusive quota.
@@ -298,7 +290,7 @@ export class RelayService {
     // Committed: this process's workers start on it now (other processes' are notified).
     queue.wake(channel);
     // The quota as it stands once this send is counted (other sends of the moment included).
-    return { ok: true as const, queue_id: id, remaining_quota: await this.block(caller, channel) };
+    return { ok: true as const, queue_id: id, remaining_quota: await this.block(caller, tier, channel) };
   }
 
   /**

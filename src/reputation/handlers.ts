@@ -1,46 +1,54 @@
 import { sendData } from '../http/envelope.js';
-import { sourceIp } from '../http/metering.js';
+import { sourceIp, type Metering } from '../http/metering.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import { NETWORK_ADDRESSES_MAX, type ReputationService } from './service.js';
 
-export function reputationHandlers(reputation: ReputationService): Handlers {
+/** `metering`: the edge's rate-limit headers, from the Usage each charged use case returns. */
+export function reputationHandlers(reputation: ReputationService, metering: Metering): Handlers {
   return {
     async checkIpPublic(req, res) {
-      const data: DataOf<'checkIpPublic'> = await reputation.checkPublic(req.query.ip, req.query.verbose ?? false, res.locals.meteredRead);
-      sendData(res, data);
+      const { data, usage } = await reputation.checkPublic(req.query.ip, req.query.verbose ?? false, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'checkIpPublic'>>(res, data);
     },
 
     async checkIp(req, res) {
-      const data: DataOf<'checkIp'> = await reputation.check(req.query.ip, {
+      const { data, usage } = await reputation.check(req.query.ip, {
         verbose: req.query.verbose ?? false,
         includeReports: req.query.include_reports ?? false,
-      }, res.locals.meteredRead);
-      sendData(res, data);
+      }, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'checkIp'>>(res, data);
     },
 
     async checkBlock(req, res) {
-      const data: DataOf<'checkBlock'> = await reputation.checkBlock(req.query.network, req.query.limit ?? NETWORK_ADDRESSES_MAX, res.locals.charge!);
-      sendData(res, data);
+      const { data, usage } = await reputation.checkBlock(req.query.network, req.query.limit ?? NETWORK_ADDRESSES_MAX, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'checkBlock'>>(res, data);
     },
 
     async bulkCheckIps(req, res) {
-      const data: DataOf<'bulkCheckIps'> = await reputation.bulkCheck(req.body.ips, res.locals.charge!);
-      sendData(res, data);
+      const { data, usage } = await reputation.bulkCheck(req.body.ips, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'bulkCheckIps'>>(res, data);
     },
 
     async reportIp(req, res) {
-      const data: DataOf<'reportIp'> = await reputation.report(res.locals.caller!, sourceIp(req), req.body, res.locals.charge!);
-      sendData(res, data, 'The report was recorded.');
+      const { data, usage } = await reputation.report(res.locals.caller!, sourceIp(req), req.body, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'reportIp'>>(res, data, 'The report was recorded.');
     },
 
     async bulkReportIps(req, res) {
-      const data: DataOf<'bulkReportIps'> = await reputation.bulkReport(res.locals.caller!, sourceIp(req), req.body.csv, res.locals.charge!);
-      sendData(res, data, 'The bulk report was processed.');
+      const { data, usage } = await reputation.bulkReport(res.locals.caller!, sourceIp(req), req.body.csv, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'bulkReportIps'>>(res, data, 'The bulk report was processed.');
     },
 
     async submitWhitelistFeedback(req, res) {
-      const data: DataOf<'submitWhitelistFeedback'> = await reputation.feedback(res.locals.caller!, req.body, res.locals.charge!);
-      sendData(res, data, 'The feedback was recorded.');
+      const { data, usage } = await reputation.feedback(res.locals.caller!, req.body, res.locals.payer!);
+      metering.answered(res, usage);
+      sendData<DataOf<'submitWhitelistFeedback'>>(res, data, 'The feedback was recorded.');
     },
 
     async listReports(req, res) {

@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { Charge, ChargeResult, Subject } from '../keys/usage.js';
-import type { Counter } from '../keys/roles.js';
+import { QuotaExceeded, type Payer, type Quota, type Usage } from '../keys/quota.js';
 import type { NewReport, Reporter, StoredReport } from './repository.js';
 
 /** How long POST /report's group commit gathers reports, and how many it writes at most at once. */
@@ -15,15 +14,21 @@ export type BatchedReport = NewReport & { reporter: Reporter };
 
 /** Writes reports in one transaction, running `afterWrite` (the charges) last in it (ReputationRepository.store). */
 export type StoreReports = (reports: BatchedReport[], afterWrite: (client: Queryable) => Promise<void>) => Promise<StoredReport[]>;
-/** Charges many requests in one transaction, each all or nothing (Meter.chargeMany). */
-export type ChargeMany = (claims: { subject: Subject; counter: Counter; units: number }[], db: Queryable) => Promise<ChargeResult[]>;
+/** A member's answer: its report as stored, and its counter after its charge (none when uncharged). */
+export interface Written {
+  stored: StoredReport;
+  usage?: Usage;
+}
 
 interface Waiting {
   report: BatchedReport;
-  charge: Charge;
+  /** Who pays for the report (one unit); none for a report nobody is charged for. */
+  payer: Payer | undefined;
+  /** The counter after the member's charge in the transaction that wrote it. */
+  usage?: Usage;
   /** Refused (429) already, or written: never written again. */
   answered: boolean;
-  resolve(stored: StoredReport): void;
+  resolve(written: Written): void;
   reject(err: unknown): void;
 }
 
@@ -46,9 +51,12 @@ class Refused extends Error {
  * are written in one transaction, with as many statements as one report takes, and charged in
  * one statement. Each request still gets the truth about its own report:
  *
- * - its charge is exact: the batch charges its members in order, each admitted only while its
- *   counter stays within the limit; when some are refused, they get their 429 and the batch is
- *   rolled back and written again without them (the charge runs last, as for one report);
+ * - its charge is exact: the batch charges its members in order, in one statement
+ *   (Quota.chargeMany), each admitted only while its counter stays within the limit; when some
+ *   are refused, their promise rejects with the refusal (QuotaExceeded, with the counter) and the
+ *   batch is rolled back and written again without them (the charge runs last, as for one
+ *   report); the admitted ones resolve with their counter's Usage, which the edge makes headers
+ *   of. Nothing here knows of HTTP;
  * - two reports of one reporter about one address in a batch aggregate as they would one after
  *   the other (ReputationRepository.store), each answered with the report it ended in;
  * - when the batch fails, each member is written again on its own, and fails (or succeeds) alone.
@@ -63,20 +71,21 @@ export class ReportBatcher {
 
   constructor(
     private readonly store: StoreReports,
-    private readonly chargeMany: ChargeMany | undefined,
+    private readonly quota: Quota | undefined,
     private readonly options: ReportBatching,
   ) {}
 
-  /** Writes a report (and charges its request one unit) with the others gathered with it. */
-  submit(report: BatchedReport, charge: Charge): Promise<StoredReport> {
-    return new Promise<StoredReport>((resolve, reject) => {
+  /** Writes a report (and charges `payer` one unit) with the others gathered with it. */
+  submit(report: BatchedReport, payer: Payer | undefined): Promise<Written> {
+    if (payer && !this.quota) throw new Error('a charged report needs the quota');
+    return new Promise<Written>((resolve, reject) => {
       const member: Waiting = {
         report,
-        charge,
+        payer,
         answered: false,
-        resolve(stored) {
+        resolve(written) {
           member.answered = true;
-          resolve(stored);
+          resolve(written);
         },
         reject(err) {
           member.answered = true;
@@ -145,34 +154,23 @@ export class ReportBatcher {
       const admitted = members.filter((m) => !err.refusals.has(m));
       return admitted.length ? this.attempt(admitted) : undefined;
     }
-    members.forEach((member, i) => member.resolve(stored[i]!));
+    members.forEach((member, i) => member.resolve({ stored: stored[i]!, usage: member.usage }));
   }
 
   /**
-   * Charges each member one unit in the batch's transaction: those whose charge is a claim in
-   * one statement, any other by its own. Returns the refused members with their error (429).
+   * Charges each member one unit in the batch's transaction, in one statement and in their
+   * order. Returns the refused members with their refusal; the admitted keep their Usage.
    */
   private async charge(members: Waiting[], client: Queryable): Promise<Map<Waiting, unknown>> {
     const refusals = new Map<Waiting, unknown>();
-    const isClaim = (m: Waiting) => this.chargeMany !== undefined && m.charge.claim !== undefined;
-    const claimed = members.filter(isClaim);
-    if (claimed.length) {
-      const results = await this.chargeMany!(claimed.map((m) => ({ subject: m.charge.claim!.subject, counter: m.charge.claim!.counter, units: 1 })), client);
-      claimed.forEach((member, i) => {
-        try {
-          member.charge.claim!.settle(results[i]!);
-        } catch (refusal) {
-          refusals.set(member, refusal);
-        }
-      });
-    }
-    for (const member of members.filter((m) => !isClaim(m))) {
-      try {
-        await member.charge(1, client);
-      } catch (err) {
-        refusals.set(member, err);
-      }
-    }
+    const paying = members.filter((m) => m.payer !== undefined);
+    if (!paying.length) return refusals;
+    const outcomes = await this.quota!.chargeMany(paying.map((m) => ({ payer: m.payer!, units: 1 })), client);
+    paying.forEach((member, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.refused) refusals.set(member, new QuotaExceeded(outcome.usage));
+      else member.usage = outcome;
+    });
     return refusals;
   }
 }

@@ -1,7 +1,17 @@
 import { readerOf, transaction, type NamedQuery, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { param, raw, sql } from '../db/sql.js';
 import type { IpStats, Report } from '../db/entities/reputation.js';
+import type { Outcome, Payer, Quota } from '../keys/quota.js';
 import type { Role } from '../keys/roles.js';
+
+/** A read paid for: the quota, who pays, and how many units. */
+export interface Paying {
+  quota: Quota;
+  payer: Payer;
+  units: number;
+}
+
+type CheckedRow = Omit<CheckedAddress, 'lastReportedAt'> & { lastReportedMs: number };
 import type { ScoreInput } from './score.js';
 
 /** The per-IP aggregate, maintained on write (ip_stats): a lookup never scans the reports. */
@@ -150,9 +160,15 @@ export class ReputationRepository {
   }
 
   /** The aggregate of one address (zeros when it has no reports), in one round trip. */
-  async findOne(ip: string, read: Read = this.read): Promise<IpAggregate> {
-    const rows = await read<AggregateRow>(ReputationRepository.aggregateOf(ip));
+  async findOne(ip: string): Promise<IpAggregate> {
+    const rows = await this.read<AggregateRow>(ReputationRepository.aggregateOf(ip));
     return toAggregate(rows[0]!);
+  }
+
+  /** findOne, paid for: the charge and the read in one statement (Quota.chargeWith); no aggregate when refused. */
+  async findOnePaid(ip: string, paying: Paying): Promise<{ outcome: Outcome; aggregate?: IpAggregate }> {
+    const { outcome, rows } = await paying.quota.chargeWith<AggregateRow>(paying.payer, paying.units, ReputationRepository.aggregateOf(ip));
+    return { outcome, aggregate: rows[0] && toAggregate(rows[0]) };
   }
 
   /**
@@ -162,16 +178,31 @@ export class ReputationRepository {
    * the driver reads without its per-element escaping and parsing.
    */
   async findReported(ips: string[]): Promise<CheckedAddress[]> {
-    const { rows } = await this.pool.query<Omit<CheckedAddress, 'lastReportedAt'> & { lastReportedMs: number }>({
+    return ReputationRepository.toChecked(await this.read<CheckedRow>(ReputationRepository.checkedOf(ips)));
+  }
+
+  /**
+   * findReported, paid for: the charge and the read in one statement, one round trip
+   * (Quota.chargeWith); nothing read when refused.
+   */
+  async findReportedPaid(ips: string[], paying: Paying): Promise<{ outcome: Outcome; reported: CheckedAddress[] }> {
+    const { outcome, rows } = await paying.quota.chargeWith<CheckedRow>(paying.payer, paying.units, ReputationRepository.checkedOf(ips));
+    return { outcome, reported: ReputationRepository.toChecked(rows) };
+  }
+
+  private static checkedOf(ips: string[]): NamedQuery {
+    return {
       name: 'ip-checked',
-      text: `select s.ip, s.total_reports as "reportCount", s.unique_reporters as "uniqueReporters",
+      query: sql`select s.ip, s.total_reports as "reportCount", s.unique_reporters as "uniqueReporters",
                     s.honeypot_reports as "honeypotReports", s.decay_sum as "decaySum",
                     floor(extract(epoch from s.last_reported_at) * 1000)::float8 as "lastReportedMs",
                     s.max_severity as "maxSeverity", s.positive_feedback as "positiveFeedback", to_json(s.categories) as categories,
                     exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
-               from ip_stats s where s.ip = any(string_to_array($1, ','))`,
-      values: [ips.join(',')],
-    });
+               from ip_stats s where s.ip = any(string_to_array(${ips.join(',')}, ','))`,
+    };
+  }
+
+  private static toChecked(rows: CheckedRow[]): CheckedAddress[] {
     return rows.map((r) => ({
       ip: r.ip,
       reportCount: r.reportCount,

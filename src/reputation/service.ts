@@ -1,11 +1,11 @@
 import { parse } from 'csv-parse/sync';
 import type { Clock } from '../clock.js';
-import type { Queryable, Read } from '../db/pool.js';
+import type { Queryable } from '../db/pool.js';
 import type { CategoryService } from '../categories/service.js';
 import type { GeoIp } from '../geo/geoip.js';
 import { DomainError, sentence, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/service.js';
-import type { Charge, Meter } from '../keys/usage.js';
+import { paid, type Metered, type Payer, type Quota, type Usage } from '../keys/quota.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
@@ -106,22 +106,45 @@ export class ReputationService {
   private readonly batcher: ReportBatcher;
 
   /**
-   * `reports`: POST /report's group commit (report-batcher.ts), with the meter that charges its
-   * members in one statement; without it each report is written on its own.
+   * `reports`: POST /report's group commit (report-batcher.ts). `quota` charges the use cases'
+   * payers (a caller without a payer, the command line's import, is charged nothing).
    */
   constructor(
     private readonly repository: ReputationRepository,
     private readonly categories: CategoryService,
     private readonly geo: GeoIp,
     private readonly clock: Clock,
-    reports: { batching: ReportBatching; meter?: Meter } = { batching: { ms: 0, max: 1 } },
+    reports: { batching: ReportBatching; quota?: Quota } = { batching: { ms: 0, max: 1 } },
   ) {
-    const meter = reports.meter;
-    this.batcher = new ReportBatcher(
-      (batch, afterWrite) => this.store(batch, afterWrite),
-      meter && ((claims, db) => meter.chargeMany(claims, db)),
-      reports.batching,
-    );
+    this.quota = reports.quota;
+    this.batcher = new ReportBatcher((batch, afterWrite) => this.store(batch, afterWrite), this.quota, reports.batching);
+  }
+
+  private readonly quota: Quota | undefined;
+
+  /** The quota, for a use case a payer pays for. */
+  private paying(payer: Payer, units: number) {
+    return { quota: this.charges(), payer, units };
+  }
+
+  private charges(): Quota {
+    if (!this.quota) throw new Error('a charged use case needs the quota');
+    return this.quota;
+  }
+
+  /** Charges `units` on their own (no transaction), or throws the refusal. */
+  private async charge(payer: Payer, units: number): Promise<Usage> {
+    return paid(await this.charges().charge(payer, units));
+  }
+
+  /**
+   * Charges `units` inside `client`'s transaction (the work it pays for) and keeps the counter's
+   * Usage in `into`; a refusal throws (QuotaExceeded), rolling the transaction back.
+   */
+  private chargeIn(payer: Payer | undefined, into: { usage?: Usage }) {
+    return async (units: number, client: Queryable) => {
+      if (payer) into.usage = paid(await this.charges().charge(payer, units, client));
+    };
   }
 
   private score(aggregate: IpAggregate): Score {
@@ -155,31 +178,43 @@ export class ReputationService {
     return parsed;
   }
 
-  /** GET /check-public. `read`: the request's charge, run with the lookup (Meter.chargeWith). */
-  async checkPublic(ip: string, verbose: boolean, read?: Read) {
-    const aggregate = await this.repository.findOne(this.parse(ip, 'query').text, read);
-    const score = this.score(aggregate);
-    return { ...this.record(aggregate, score), ...(verbose ? { confidenceBreakdown: score.confidenceBreakdown } : {}) };
+  /** The aggregate of an address, paid for by `payer` in the same statement (one round trip). */
+  private async aggregatePaid(ip: string, payer: Payer) {
+    const { outcome, aggregate } = await this.repository.findOnePaid(ip, this.paying(payer, 1));
+    return { usage: paid(outcome), aggregate: aggregate! };
   }
 
-  /** GET /check. `read`: the request's charge, run with the lookup (Meter.chargeWith). */
-  async check(ip: string, options: { verbose: boolean; includeReports: boolean }, read?: Read): Promise<FullRecord> {
+  /** GET /check-public: the lookup and its charge (or, uncharged, its counter) in one statement. */
+  async checkPublic(ip: string, verbose: boolean, payer: Payer) {
+    const { usage, aggregate } = await this.aggregatePaid(this.parse(ip, 'query').text, payer);
+    const score = this.score(aggregate);
+    return { data: { ...this.record(aggregate, score), ...(verbose ? { confidenceBreakdown: score.confidenceBreakdown } : {}) }, usage };
+  }
+
+  /** GET /check: the lookup and its charge in one statement, one round trip. */
+  async check(ip: string, options: { verbose: boolean; includeReports: boolean }, payer: Payer): Promise<Metered<FullRecord>> {
     const parsed = this.parse(ip, 'query');
-    const [aggregate, reports] = await Promise.all([
-      this.repository.findOne(parsed.text, read),
+    const [{ usage, aggregate }, reports] = await Promise.all([
+      this.aggregatePaid(parsed.text, payer),
       options.includeReports ? this.repository.history(parsed.text, CHECK_REPORTS_SHOWN, 0) : undefined,
     ]);
     const score = this.score(aggregate);
     return {
-      ...this.record(aggregate, score),
-      isWhitelisted: aggregate.whitelisted,
-      ...(options.verbose ? { confidenceBreakdown: score.confidenceBreakdown, debugInfo: score.debugInfo } : {}),
-      ...(reports ? { reports: reports.map(toView) } : {}),
+      data: {
+        ...this.record(aggregate, score),
+        isWhitelisted: aggregate.whitelisted,
+        ...(options.verbose ? { confidenceBreakdown: score.confidenceBreakdown, debugInfo: score.debugInfo } : {}),
+        ...(reports ? { reports: reports.map(toView) } : {}),
+      },
+      usage,
     };
   }
 
-  /** POST /bulk-check: every distinct valid address is checked and charged once, in one query. */
-  async bulkCheck(entries: string[], charge: Charge) {
+  /**
+   * POST /bulk-check: every distinct valid address is checked and charged once; the charge and
+   * the read in one statement, one round trip.
+   */
+  async bulkCheck(entries: string[], payer: Payer) {
     within('body', 'ips', entries.length, 1, BULK_CHECK_MAX);
     const invalid: { ip: string; error: string }[] = [];
     const ips: string[] = [];
@@ -192,8 +227,11 @@ export class ReputationService {
         ips.push(parsed.text);
       }
     }
-    await charge(ips.length); // none valid: 0 units, which still gives the response its rate-limit headers
-    const reported = ips.length ? await this.repository.findReported(ips) : [];
+    // None valid: 0 units, which still gives the answer its counter.
+    const { outcome, reported } = ips.length
+      ? await this.repository.findReportedPaid(ips, this.paying(payer, ips.length))
+      : { outcome: await this.charges().charge(payer, 0), reported: [] };
+    const usage = paid(outcome);
     const byIp = new Map(reported.map((a) => [a.ip, a]));
     const score = confidenceScorer(this.clock.now());
     const results = ips.map((ip) => {
@@ -202,7 +240,7 @@ export class ReputationService {
         ? { ip, abuseConfidencePercentage: score(a), totalReports: a.reportCount, lastReportedAt: a.lastReportedAt?.toISOString() ?? null, categories: a.categories }
         : { ip, abuseConfidencePercentage: 0, totalReports: 0, lastReportedAt: null, categories: [] };
     });
-    return { results, checked: results.length, invalid };
+    return { data: { results, checked: results.length, invalid }, usage };
   }
 
   /**
@@ -210,7 +248,7 @@ export class ReputationService {
    * highest score first. Charges one check per address returned, at least one; a refused
    * charge answers nothing. `since`: only addresses reported since.
    */
-  async checkBlock(network: string, limit: number, charge: Charge, since?: Date) {
+  async checkBlock(network: string, limit: number, payer: Payer, since?: Date) {
     within('query', 'limit', limit, 1, NETWORK_ADDRESSES_MAX);
     const parsed = parseNetwork(network, { prefixRequired: true });
     if (!parsed) {
@@ -223,12 +261,13 @@ export class ReputationService {
       throw new DomainError('unprocessable', `${parsed.text} is wider than /${widest}; check IPv4 networks from /16 to /32 and IPv6 networks from /48 to /128.`, { code: 'network_too_large', fields: [{ location: 'query', name: 'network', message }] });
     }
     const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
-    await charge(Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX)));
+    const units = Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX));
+    const usage = await this.charge(payer, units);
     const scored = aggregates
       .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
       .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0))
       .slice(0, limit);
-    return {
+    const data = {
       network: parsed.text,
       networkAddress: parsed.firstAddress,
       prefixLength: parsed.bits,
@@ -247,6 +286,7 @@ export class ReputationService {
         countryCode: this.place(aggregate).countryCode,
       })),
     };
+    return { data, usage };
   }
 
   /**
@@ -307,21 +347,24 @@ export class ReputationService {
   }
 
   /** POST /report. `reporterIp` is where the report came from: the target of attack-map connections. */
-  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: unknown; comment?: string }, charge: Charge) {
+  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: unknown; comment?: string }, payer: Payer) {
     const validated = await this.validateReport(input.ip, categoryIds(input.categories), input.comment ?? '');
     if ('field' in validated) {
       throw unprocessable(sentence(`The report was refused: ${validated.message}`), [
         { location: 'body', name: validated.field, message: validated.message },
       ], validated.code);
     }
-    const stored = await this.batcher.submit({ ...validated.report, reporter: this.reporter(caller, reporterIp) }, charge);
+    const { stored, usage } = await this.batcher.submit({ ...validated.report, reporter: this.reporter(caller, reporterIp) }, payer);
     return {
-      reportId: stored.reportId,
-      ip: stored.ip,
-      categories: stored.categories,
-      abuseConfidencePercentage: stored.score,
-      ignoredCategories: validated.ignored,
-      commentTruncated: validated.truncated,
+      data: {
+        reportId: stored.reportId,
+        ip: stored.ip,
+        categories: stored.categories,
+        abuseConfidencePercentage: stored.score,
+        ignoredCategories: validated.ignored,
+        commentTruncated: validated.truncated,
+      },
+      usage: usage!,
     };
   }
 
@@ -330,19 +373,20 @@ export class ReputationService {
    * refused lines come back with their line number, and lines stored without some of their
    * categories (not in the catalogue) or with a shortened comment come back as warnings.
    */
-  async bulkReport(caller: Caller, reporterIp: string, csv: string, charge: Charge) {
+  async bulkReport(caller: Caller, reporterIp: string, csv: string, payer: Payer | undefined) {
     if (Buffer.byteLength(csv, 'utf8') > BULK_REPORT_MAX_BYTES) {
       throw new DomainError('too_large', `The CSV is larger than ${BULK_REPORT_MAX_BYTES} bytes; split it into several requests.`);
     }
-    const answer = await this.reportLines(caller, reporterIp, this.parseCsv(csv), charge);
-    return { ...answer, errors: answer.errors.map(({ field: _field, ...error }) => error) };
+    const { data, usage } = await this.reportLines(caller, reporterIp, this.parseCsv(csv), payer);
+    return { data: { ...data, errors: data.errors.map(({ field: _field, ...error }) => error) }, usage };
   }
 
   /**
    * Reports lines parsed from a CSV (this API's or AbuseIPDB's): every line is charged (all or
-   * nothing), valid ones stored, refused ones returned with why.
+   * nothing), valid ones stored, refused ones returned with why. Without a payer (the command
+   * line's import) nothing is charged, and the usage is undefined.
    */
-  async reportLines(caller: Caller, reporterIp: string, lines: CsvLine[], charge: Charge) {
+  async reportLines(caller: Caller, reporterIp: string, lines: CsvLine[], payer: Payer | undefined) {
     if (lines.length > BULK_REPORT_MAX_LINES) {
       throw new DomainError('too_large', `The CSV holds ${lines.length} reports; at most ${BULK_REPORT_MAX_LINES} are taken per request.`);
     }
@@ -364,9 +408,10 @@ export class ReputationService {
       if (validated.truncated) warnings.push({ line: line.line, message: `the comment was shortened to ${COMMENT_MAX} characters` });
     }
     const reporter = this.reporter(caller, reporterIp);
-    if (valid.length) await this.store(valid.map((report) => ({ ...report, reporter })), (client) => charge(lines.length, client));
-    else await charge(lines.length);
-    return { success_count: valid.length, error_count: errors.length, errors, warnings };
+    const charged: { usage?: Usage } = {};
+    if (valid.length) await this.store(valid.map((report) => ({ ...report, reporter })), (client) => this.chargeIn(payer, charged)(lines.length, client));
+    else if (payer) charged.usage = await this.charge(payer, lines.length);
+    return { data: { success_count: valid.length, error_count: errors.length, errors, warnings }, usage: charged.usage as Usage };
   }
 
   /**
@@ -422,7 +467,7 @@ export class ReputationService {
   }
 
   /** POST /whitelist: an address a site unblocked, as positive feedback that lowers its score. */
-  async feedback(caller: Caller, input: { ipAddress: string; reason?: string }, charge: Charge) {
+  async feedback(caller: Caller, input: { ipAddress: string; reason?: string }, payer: Payer) {
     const parsed = parseAddress(input.ipAddress.trim());
     if (!parsed) {
       throw new DomainError('invalid_input', `Invalid request: ipAddress '${input.ipAddress}' is not an IPv4 or IPv6 address.`, {
@@ -432,19 +477,21 @@ export class ReputationService {
     const reason = unreportable(parsed);
     if (reason) throw unprocessable(sentence(`The feedback was refused: ${reason}`), [{ location: 'body', name: 'ipAddress', message: reason }], 'address_not_reportable');
     const cleaned = cleanComment(input.reason ?? '');
+    const charged: { usage?: Usage } = {};
     const recorded = await this.repository.recordFeedback(
       { ip: parsed.text, accountId: caller.accountId, keyId: caller.keyId, reason: cleaned.slice(0, COMMENT_MAX) },
       this.clock.now(),
-      charge,
+      this.chargeIn(payer, charged),
     );
     const aggregate = await this.repository.findOne(parsed.text);
-    return {
+    const data = {
       feedbackId: recorded.feedbackId,
       ip: parsed.text,
       positiveFeedbackCount: recorded.count,
       abuseConfidencePercentage: this.score(aggregate).abuseConfidencePercentage,
       duplicate: recorded.duplicate,
     };
+    return { data, usage: charged.usage! };
   }
 
   /** GET /reports/{ip}. */

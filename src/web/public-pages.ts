@@ -18,7 +18,7 @@ export const HOME_PAGE_COST = 2;
 export const LOOKUP_COST = 1;
 
 async function charge(deps: WebDeps, req: Request, res: Response, units: number): Promise<boolean> {
-  const result = await deps.meter.charge({ sourceIp: sourceIp(req) }, 'public', units);
+  const result = await deps.meter.chargeSubject({ sourceIp: sourceIp(req) }, 'public', units);
   setRateLimitHeaders(res, result, deps.clock);
   if (result.allowed) return true;
   const retryAfter = Math.max(1, Math.ceil((result.resetAt.getTime() - deps.clock.now().getTime()) / 1000));
@@ -84,7 +84,8 @@ export function publicPages(deps: WebDeps) {
         return;
       }
       if (!(await charge(deps, req, res, LOOKUP_COST))) return;
-      const record = await deps.reputation.checkPublic(ip, false);
+      // Charged above; the lookup only reads the allowance beside it (a peek).
+      const { data: record } = await deps.reputation.checkPublic(ip, false, { subject: { sourceIp: sourceIp(req) }, counter: 'public', peek: true });
       const categories = new Map((await deps.categories.list()).map((c) => [c.id, c.name]));
       deps.pages.send(res, 'lookup', {
         ...pageContext(deps, res),

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Role } from '../../src/keys/roles.js';
 import { call, rateLimitedBody, type CallResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -167,6 +167,26 @@ describe('daily quotas', () => {
     expect(fits.status).toBe(200);
     expect(rateHeaders(fits)).toMatchObject({ limit: 25_000, remaining: 0 });
     expect(await counter(`a:${pro.accountId}`, 'check')).toBe(25_000);
+  });
+});
+
+describe('charges of one counter grouped while one is in flight', () => {
+  it('admits exactly what fits of 120 concurrent checks, in fewer statements than requests, each answered with its own counter', async () => {
+    const pro = await newKey('professional');
+    await s.pool.query(`insert into usage_counters values ($1, 'check', '2026-06-15', $2)`, [`a:${pro.accountId}`, 25_000 - 45]);
+    const spy = vi.spyOn(s.pool, 'query');
+    const results = await Promise.all(Array.from({ length: 120 }, (_, i) => api(`/check?ip=8.8.${i % 3}.${i + 1}`, { key: pro.key })));
+    const alone = spy.mock.calls.filter(([q]) => JSON.stringify(q).includes('insert into usage_counters')).length;
+    spy.mockRestore();
+    const admitted = results.filter((r) => r.status === 200);
+    expect(admitted).toHaveLength(45);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(75);
+    expect(await counter(`a:${pro.accountId}`, 'check')).toBe(25_000);
+    // Those that waited for a charge in flight were charged together (Meter.chargeGroup), not one statement each.
+    expect(alone).toBeLessThan(120);
+    // Each admitted answer shows the counter after its own charge: 45 distinct remainders, 44 down to 0.
+    expect(admitted.map((r) => rateHeaders(r).remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: 45 }, (_, i) => i));
+    for (const r of admitted) expect(r.body.data.ip).toMatch(/^8\.8\.\d\.\d+$/);
   });
 });
 

@@ -250,6 +250,28 @@ describe('POST /bulk-check', () => {
     expect(await usage(key)).toMatchObject({ checksToday: 999 }); // and the single check
   });
 
+  it("charges and reads in one round trip: one statement holds bulk-check's charge and its lookup, as /check's", async () => {
+    const { key } = await s.createKey('professional');
+    await report(key, { ip: '8.8.8.21', categories: [14] });
+    const metered = async (send: () => Promise<{ status: number }>) => {
+      const spy = vi.spyOn(s.pool, 'query');
+      const res = await send();
+      const texts = spy.mock.calls.map(([q]) => JSON.stringify(q)).filter((q) => q.includes('usage_counters') || q.includes('ip_stats'));
+      spy.mockRestore();
+      expect(res.status).toBe(200);
+      return texts;
+    };
+    for (const texts of [
+      await metered(() => api('/bulk-check', { key, json: { ips: ['8.8.8.21', '11.0.9.1'] } })),
+      await metered(() => api('/check?ip=8.8.8.21', { key })),
+    ]) {
+      expect(texts).toHaveLength(1);
+      expect(texts[0]).toContain('insert into usage_counters');
+      expect(texts[0]).toContain('ip_stats');
+    }
+    expect(await usage(key)).toMatchObject({ checksToday: 3 });
+  });
+
   it('refuses more than 1,000 addresses with 400', async () => {
     const { key } = await s.createKey('professional');
     const res = await api('/bulk-check', { key, json: { ips: Array.from({ length: 1001 }, () => '8.8.8.8') } });

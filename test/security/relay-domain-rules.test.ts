@@ -8,9 +8,13 @@ import { SmsTemplateRepository } from '../../src/relay/delivery/templates.reposi
 import { MESSAGE_LIMITS } from '../../src/relay/message-rules.js';
 import type { RelayQueue } from '../../src/relay/queue.js';
 import { RelayRepository } from '../../src/relay/repository.js';
+import { relayTierOf } from '../../src/relay/policy.js';
 import { relayLimits, RelayService } from '../../src/relay/service.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+
+/** The caller's relay tier, as the API's guard or the dashboard resolves it before the service runs. */
+const tier = () => relayTierOf(caller.role)!;
 
 /**
  * Finding 1, defence in depth: the relay service checks its own invariants, whatever route or
@@ -47,9 +51,9 @@ async function refused(send: () => Promise<unknown>, code = 'invalid_request') {
 }
 
 const mail = (fields: Record<string, unknown>) => () =>
-  service.sendMail(caller, { recipient: 'user@example.com', subject: 'Your code', body_text: '123456', ...fields } as never);
+  service.sendMail(caller, tier(), { recipient: 'user@example.com', subject: 'Your code', body_text: '123456', ...fields } as never);
 const sms = (fields: Record<string, unknown>) => () =>
-  service.sendSms(caller, { recipient_phone: '+4915112345678', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 10 }, ...fields } as never);
+  service.sendSms(caller, tier(), { recipient_phone: '+4915112345678', template_code: '2fa_code', template_vars: { code: '123456', expiry_min: 10 }, ...fields } as never);
 
 describe('mail', () => {
   it('refuses a recipient with a line break that would add a Bcc', () => refused(mail({ recipient: 'a4@example.com\r\nBcc: evil4@attacker.test' })));
@@ -75,7 +79,7 @@ describe('mail', () => {
     await refused(mail({ headers: { 'List-Unsubscribe': '<mailto:a@example.com>\r\nBcc: x@attacker.test' } }));
   });
   it('leaves out harmless headers it does not copy, and says which', async () => {
-    const result = await service.sendMail(caller, {
+    const result = await service.sendMail(caller, tier(), {
       recipient: 'left-out@example.com',
       subject: 's',
       body_text: 't',
@@ -98,12 +102,12 @@ describe('mail', () => {
   it('throttles the address, not its spelling: a display name or comment is the same recipient', async () => {
     const seen: string[] = [];
     for (const recipient of ['victim@example.com', 'Bob <Victim@Example.com>', 'victim@example.com (one)']) {
-      const result = await service.sendMail(caller, { recipient, subject: 's', body_text: 't' });
+      const result = await service.sendMail(caller, tier(), { recipient, subject: 's', body_text: 't' });
       const { rows } = await s.pool.query('select recipient from relay_messages where id = $1', [result.queue_id]);
       seen.push(rows[0].recipient);
     }
     expect(seen).toEqual(['victim@example.com', 'victim@example.com', 'victim@example.com']);
-    const err = await service.sendMail(caller, { recipient: 'VICTIM@example.com', subject: 's', body_text: 't' }).catch((e: DomainError) => e);
+    const err = await service.sendMail(caller, tier(), { recipient: 'VICTIM@example.com', subject: 's', body_text: 't' }).catch((e: DomainError) => e);
     expect((err as DomainError).details.code).toBe('recipient_backoff');
     queued.length = 0;
   });

@@ -5,7 +5,7 @@ import { loadApiArtifacts, type ApiDocument } from '../../src/openapi.js';
 
 const { document } = loadApiArtifacts();
 const withOperation = (operation: Record<string, unknown>) =>
-  ({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths: { '/x': { get: { operationId: 'checkIp', ...operation } } } }) as unknown as ApiDocument;
+  ({ openapi: '3.1.0', info: { title: 't', version: '1' }, 'x-access': { answers: 'envelope' }, paths: { '/x': { get: { operationId: 'checkIp', ...operation } } } }) as unknown as ApiDocument;
 
 describe('access rules from the document', () => {
   it('gives every operation of the contract a rule', () => {
@@ -30,6 +30,16 @@ describe('access rules from the document', () => {
     // Honeypot keys report in bulk but have no relay; Business has the audit trail.
     expect(hasFeature('honeypot', rules.bulkReportIps!.feature!)).toBe(true);
     expect(hasFeature('honeypot', rules.sendRelayMail!.feature!)).toBe(false);
+  });
+
+  it("gives each operation its document's error shape unless it names its own, and refuses a document that names none", () => {
+    expect(accessRules(withOperation({ 'x-access': {} })).checkIp!.answers).toBe('envelope');
+    expect(accessRules(withOperation({ 'x-access': { answers: 'relay' } })).checkIp!).toMatchObject({ answers: 'relay', relay: true });
+    const abuseipdb = { ...withOperation({ 'x-access': {} }), 'x-access': { answers: 'abuseipdb' } } as unknown as ApiDocument;
+    expect(accessRules(abuseipdb).checkIp!.answers).toBe('abuseipdb');
+    expect(() => accessRules(withOperation({ 'x-access': { answers: 'html' } }))).toThrow(/checkIp: x-access.answers must be one of envelope, relay, crowdsec, abuseipdb/);
+    const unnamed = { ...withOperation({ 'x-access': {} }), 'x-access': undefined } as unknown as ApiDocument;
+    expect(() => accessRules(unnamed)).toThrow(/must name its error shape/);
   });
 
   it('refuses a malformed or missing rule, naming the operation', () => {
