@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { statement, type Sql } from './sql.js';
+import { statement, type Sql, type Statement } from './sql.js';
 
 /**
  * The process's one pool of database connections: MikroORM's.
@@ -42,12 +42,7 @@ export interface Connection {
 }
 export type Queryable = Pool | Connection;
 
-/** A named statement, prepared once per connection. */
-export interface Statement {
-  name: string;
-  text: string;
-  values: unknown[];
-}
+export type { Statement } from './sql.js';
 
 /**
  * A read the caller names and writes with the SQL builder (db/sql.ts), so that another statement

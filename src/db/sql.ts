@@ -1,5 +1,3 @@
-import type { Statement } from './pool.js';
-
 /**
  * SQL written as a tagged template, with its parameters numbered when the whole statement is
  * put together, not when each piece is written: a fragment (a read, a charge) can be embedded in
@@ -13,6 +11,13 @@ import type { Statement } from './pool.js';
  * An interpolated value is always a parameter, never text; only `raw` puts text in, and only for
  * the program's own constants (column lists, lock expressions).
  */
+
+/** A named statement, prepared once per connection. */
+export interface Statement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
 export class Sql {
   /** @internal */
   constructor(
