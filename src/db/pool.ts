@@ -18,10 +18,12 @@ import { statement, type Sql, type Statement } from './sql.js';
  * migration lock take one connection each.
  *
  * MikroORM 7 replaces knex with Kysely (and needs Node 22.17+). The step then: `ormPool` takes
- * the ORM's `em.getKysely()` and lends a connection with `kysely.connection().execute(...)`
- * (Kysely's `CompiledQuery` carries `$n` SQL and its parameters, and its pg dialect keeps
- * pg's named statements with `CompiledQuery.raw`); the repositories see the same `Pool` and
- * `Connection` faces and do not change. Only this file and `db/orm.ts` know what is underneath.
+ * the ORM's `em.getKysely()` and lends one of its connections (`kysely.connection().execute(db =>
+ * ...)`, a `CompiledQuery.raw(text, values)` carries `$n` SQL as it is). Kysely's pg driver sends
+ * no statement names, so the hot paths' named statements then need the pg client under that
+ * connection or are given up: measure /check both ways before choosing. The repositories see the
+ * same `Pool` and `Connection` faces either way; only this file and `db/orm.ts` know what is
+ * underneath.
  */
 export interface Pool {
   query: Connection['query'];
