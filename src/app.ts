@@ -74,7 +74,7 @@ export interface AppDeps {
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
-    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'metricsLoopback' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching'>>;
+    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'metricsLoopback' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching' | 'quotaSynchronousCommit'>>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -130,7 +130,7 @@ export function buildApp(deps: AppDeps): Express {
   const em = orm.em;
   const lastUsed = new KeyLastUsed(em, clock);
   const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock, (keyId) => lastUsed.touch(keyId));
-  const meter = new Meter(pool, clock, config.publicLimits);
+  const meter = new Meter(pool, clock, config.publicLimits, config.quotaSynchronousCommit ?? false);
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   const categories = new CategoryService(em, clock);

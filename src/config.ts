@@ -72,6 +72,7 @@ const schema = z.object({
   VALIDATE_RESPONSES: boolean.optional(),
   BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
   BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
+  QUOTA_SYNCHRONOUS_COMMIT: boolean.default(false),
   DNSBL_FILE: z.string().min(1).optional(),
   DNSBL_ZONE: z
     .string()
@@ -243,6 +244,8 @@ export type Config = {
   metricsLoopback: boolean;
   /** The public allowance of unauthenticated callers: per address (/64), and per wider IPv6 prefix. */
   publicLimits: PublicLimits;
+  /** QUOTA_SYNCHRONOUS_COMMIT: a standalone charge of a daily counter waits for the WAL flush (keys/usage.ts ASYNC_COMMIT). */
+  quotaSynchronousCommit: boolean;
   /** Server errors (but 503) a key or address may meet per day before its charges stand and it is refused. */
   faultBudget: number;
   /** Graceful stop: how long a draining process keeps serving after SIGTERM, and the deadline of the whole stop. */
@@ -366,6 +369,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     metricsLoopback: e.NODE_ENV !== 'production',
     publicLimits: { ...DEFAULT_PUBLIC_LIMITS, v6AggregatePrefix: e.PUBLIC_V6_AGGREGATE_PREFIX, v6AggregateLimit: e.PUBLIC_V6_AGGREGATE_LIMIT },
+    quotaSynchronousCommit: e.QUOTA_SYNCHRONOUS_COMMIT,
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
