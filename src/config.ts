@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Role } from './keys/roles.js';
-import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './keys/usage.js';
+import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './keys/roles.js';
 import type { SmsConfig } from './relay/delivery/sms.js';
 import { BUNDLES } from './relay/policy.js';
 import type { ReportBatching } from './reputation/report-batcher.js';

@@ -149,3 +149,13 @@ export function permissionsOf(role: Role) {
 export function leastRoleWith(feature: Feature): Role | undefined {
   return ROLES.find((role) => hasFeature(role, feature));
 }
+
+/** The public limits: per source address (/64), and in aggregate per wider IPv6 prefix. */
+export interface PublicLimits {
+  perAddress: number;
+  /** Prefix length of the aggregate (e.g. 48: one site's allocation holds 65,536 /64s). */
+  v6AggregatePrefix: number;
+  v6AggregateLimit: number;
+}
+
+export const DEFAULT_PUBLIC_LIMITS: PublicLimits = { perAddress: PUBLIC_DAILY_LIMIT, v6AggregatePrefix: 48, v6AggregateLimit: 1_000 };

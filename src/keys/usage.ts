@@ -4,7 +4,7 @@ import { transaction, type NamedQuery, type Pool, type Queryable } from '../db/p
 import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './service.js';
 import { type Outcome, type Payer, type Quota, type Receipt, type Subject } from './quota.js';
-import { dailyLimit, PUBLIC_DAILY_LIMIT, type Counter } from './roles.js';
+import { dailyLimit, DEFAULT_PUBLIC_LIMITS, type Counter, type PublicLimits } from './roles.js';
 
 export type { Subject } from './quota.js';
 
@@ -63,15 +63,7 @@ export function publicNetworkOf(sourceIp: string, prefix: number): string | unde
   return `net:${networkOf(addr, prefix)}`;
 }
 
-/** The public limits: per source address (/64), and in aggregate per wider IPv6 prefix. */
-export interface PublicLimits {
-  perAddress: number;
-  /** Prefix length of the aggregate (e.g. 48: one site's allocation holds 65,536 /64s). */
-  v6AggregatePrefix: number;
-  v6AggregateLimit: number;
-}
-
-export const DEFAULT_PUBLIC_LIMITS: PublicLimits = { perAddress: PUBLIC_DAILY_LIMIT, v6AggregatePrefix: 48, v6AggregateLimit: 1_000 };
+export { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
 
 export interface UsageReader {
   /** Today's usage of an account's check and report counters. */
