@@ -65,7 +65,9 @@ describe('relay across processes', () => {
         const i = ++n;
         const channel = i % 2 ? 'mail' : 'sms';
         const to = channel === 'mail' ? `burst${i}@example.org` : `+4915116${String(100000 + i).padStart(6, '0')}`;
-        const body = channel === 'mail' ? { recipient: to, subject: 'Code', body_text: `Code ${i}` } : { recipient_phone: to, message: `Code ${i}` };
+        // Eight sites: a burst on an idle machine passes one site's daily cap of 1,000 messages.
+        const site_url = `https://shop${i % 8}.example.com`;
+        const body = channel === 'mail' ? { recipient: to, subject: 'Code', body_text: `Code ${i}`, site_url } : { recipient_phone: to, message: `Code ${i}`, site_url };
         try {
           const res = await fetch(`${balancer.origin}/api/v2/relay-${channel}`, {
             method: 'POST',
