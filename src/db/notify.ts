@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { Queryable } from './pool.js';
 
 /**
@@ -13,4 +13,12 @@ export async function notify(db: Queryable, channel: string, payload: string): P
 /** Listens on `channel` (an identifier of the code's own, never input) on a connection of its own. */
 export async function listen(client: pg.Client, channel: string): Promise<void> {
   await client.query(`listen ${client.escapeIdentifier(channel)}`);
+}
+
+/**
+ * A connection of its own for LISTEN, outside the pool: a pooled connection goes back to the
+ * pool between statements, and its LISTEN with it.
+ */
+export function listeningConnection(url: string, applicationName: string): pg.Client {
+  return new pg.Client({ connectionString: url, application_name: applicationName });
 }

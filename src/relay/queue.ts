@@ -1,7 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
-import { listen, notify } from '../db/notify.js';
+import { listen, listeningConnection, notify } from '../db/notify.js';
 import type { Queryable } from '../db/pool.js';
 import { incidentLogger } from '../logging.js';
 import type { Channel } from './policy.js';
@@ -236,7 +236,7 @@ class Listener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: 'trs-relay-listener' });
+    const client = listeningConnection(this.url, 'trs-relay-listener');
     this.client = client;
     client.on('notification', (msg) => {
       if (msg.payload === 'mail' || msg.payload === 'sms') this.onQueued(msg.payload);
