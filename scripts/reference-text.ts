@@ -1,12 +1,12 @@
 /**
  * The parts of the published reference that are written from the code's own tables, so that
  * the reference cannot say otherwise than the server does: the role table and the relay tiers
- * (from src/keys/roles.ts and src/relay/policy.ts), and each operation's access and cost (from
+ * (from src/roles.ts), and each operation's access and cost (from
  * its `x-access` and `x-charge`, read as src/http/access.ts reads them).
  */
-import { ROLES, type Role } from '../src/keys/roles.js';
+import { ROLES, type Role } from '../src/roles.js';
 import type { AccessRule } from '../src/http/access.js';
-import { FEATURES, LICENCES, PUBLIC_DAILY_LIMIT, ROLE_POLICIES, type Feature } from '../src/keys/roles.js';
+import { FEATURES, LICENCES, PUBLIC_DAILY_LIMIT, ROLE_POLICIES, type Feature } from '../src/roles.js';
 import { BUNDLES } from '../src/relay/policy.js';
 
 const ROLE_NAMES: Record<Role, string> = {

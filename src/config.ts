@@ -1,11 +1,9 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import type { Role } from './keys/roles.js';
-import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './keys/roles.js';
+import type { Role } from './roles.js';
+import { BUNDLES, DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
 import type { SmsConfig } from './relay/delivery/sms.js';
-import { BUNDLES } from './relay/policy.js';
-import type { ReportBatching } from './reputation/report-batcher.js';
 import type { VonageSignatureMethod } from './relay/delivery/sms/vonage.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -33,6 +31,14 @@ const boolean = z
 
 const SMS_PROVIDERS = ['webhook', 'twilio', 'vonage', 'plivo', 'sns', 'outbox'] as const;
 const VONAGE_SIGNATURE_METHODS = ['md5hash', 'md5', 'sha1', 'sha256', 'sha512'] as const satisfies readonly VonageSignatureMethod[];
+
+/** POST /report's group commit (REPORT_BATCH_MS, REPORT_BATCH_MAX; reputation/report-batcher.ts). */
+export interface ReportBatching {
+  /** 0 writes each report at once, on its own. */
+  ms: number;
+  /** 1 writes each report at once, on its own, too. */
+  max: number;
+}
 
 /**
  * A provider's API origin (and optional path prefix) in place of its default: a region's

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { SignupMode, WebConfig } from '../config.js';
-import { ROLES, type Role } from '../keys/roles.js';
+import { ROLES, type Role } from '../roles.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { DomainError } from '../errors.js';
 import { checkLicences } from '../keys/service.js';

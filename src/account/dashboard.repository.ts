@@ -1,4 +1,4 @@
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 import type { Pool } from '../db/pool.js';
 
 export interface AccountRow {

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 import type { Pool } from '../db/pool.js';
 import type { Caller } from '../keys/service.js';
-import { dailyLimit, hasFeature, sitesPerDay } from '../keys/roles.js';
+import { dailyLimit, hasFeature, sitesPerDay } from '../roles.js';
 import { firstShownSiteDay } from '../keys/sites.js';
 import type { UsageReader } from '../keys/usage.js';
 import { relayTierOf } from '../relay/policy.js';

@@ -1,4 +1,4 @@
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import { type AuditEntry } from '../audit/trail.js';
 import { recordAudit } from '../audit/repository.js';

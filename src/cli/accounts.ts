@@ -8,7 +8,7 @@ import { AuthThrottle } from '../account/throttle.repository.js';
 import { systemClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { Database } from '../db/connect.js';
-import { ROLES, type Role } from '../keys/roles.js';
+import { ROLES, type Role } from '../roles.js';
 
 type WithDatabase = <T>(work: (db: Database) => Promise<T>) => Promise<T>;
 type Print = (value: unknown, json: boolean, text: () => string) => void;

@@ -8,7 +8,7 @@ import { openGeoIp } from '../geo/geoip.js';
 import { consoleProgress } from '../progress.js';
 import { ReputationRepository } from '../reputation/repository.js';
 import { BULK_REPORT_MAX_BYTES, BULK_REPORT_MAX_LINES, ReputationService } from '../reputation/service.js';
-import { ROLES, type Role } from '../keys/roles.js';
+import { ROLES, type Role } from '../roles.js';
 import { createLogger } from '../logging.js';
 import { KeyService } from '../keys/service.js';
 import { Whitelist } from '../reputation/whitelist.repository.js';

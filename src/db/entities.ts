@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 
 export interface Account {
   id: number;
@@ -59,7 +59,7 @@ export const AccountEntity = new EntitySchema<Account>({
   properties: {
     id: { type: 'integer', primary: true, autoincrement: true, generated: 'identity' },
     email: { type: 'text', nullable: true },
-    // The roles the column's CHECK admits: keys/roles.ts's ROLES (test/integration/schema-diff.test.ts
+    // The roles the column's CHECK admits: roles.ts's ROLES (test/integration/schema-diff.test.ts
     // holds the two equal, and the diff holds this equal to the migrated CHECK).
     role: { type: 'text', enum: true, items: ['free', 'contributor', 'professional', 'business', 'enterprise', 'honeypot'] satisfies Role[] },
     licences: { type: 'integer', default: 1 },

@@ -1,4 +1,4 @@
-import { FEATURES, KEY_COUNTERS, type Feature, type KeyCounter } from '../keys/roles.js';
+import { FEATURES, KEY_COUNTERS, type Feature, type KeyCounter } from '../roles.js';
 import type { ApiDocument } from '../openapi.js';
 import type { AnyOperationId } from './types.js';
 
@@ -26,7 +26,7 @@ export type OperationId = AnyOperationId;
  * ```
  *
  * This module reads them once, at start, and is what authentication, metering, the error
- * handler and the contract test's hooks consult; the role table (src/keys/roles.ts) says which
+ * handler and the contract test's hooks consult; the role table (src/roles.ts) says which
  * role has which feature and how much of each counter.
  */
 export interface AccessRule {

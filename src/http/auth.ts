@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { looksLikeKey, type Caller, type KeyAuthenticator } from '../keys/service.js';
-import { hasFeature } from '../keys/roles.js';
+import { hasFeature } from '../roles.js';
 import type { AccessRule } from './access.js';
 import { siteHost, siteRefused } from '../keys/sites.js';
 import { type KeySites } from '../keys/sites.repository.js';

@@ -1,7 +1,7 @@
 import { sendData } from '../http/envelope.js';
 import type { DataOf, Handlers } from '../http/types.js';
 import type { Clock } from '../clock.js';
-import { dailyLimit, hasFeature, permissionsOf } from './roles.js';
+import { dailyLimit, hasFeature, permissionsOf } from '../roles.js';
 import { shownKeyName } from './service.js';
 import type { KeySites } from './sites.repository.js';
 import { nextUtcMidnight } from '../clock.js';

@@ -1,6 +1,6 @@
 import type { NamedQuery, Queryable } from '../db/pool.js';
 import type { Caller } from './service.js';
-import type { Counter } from './roles.js';
+import type { Counter } from '../roles.js';
 
 /**
  * The quota as the use cases see it: a charge is a value they get back (the counter's `Usage`,

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
-import { LICENCES, ROLE_POLICIES, ROLES, type Role } from './roles.js';
+import { LICENCES, ROLE_POLICIES, ROLES, type Role } from '../roles.js';
 import type { Actor } from '../audit/trail.js';
 import { findKeyByHash, KeyRepository } from './repository.js';
 import { isPrintableLine, withoutUnprintable } from '../text.js';

@@ -1,7 +1,7 @@
 import { utcDay, type Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
 import type { Caller } from './service.js';
-import { sitesPerDay } from './roles.js';
+import { sitesPerDay } from '../roles.js';
 import { firstShownSiteDay, type SiteUse } from './sites.js';
 
 /** Sites a process remembers as taken, per key and day, so that repeat requests cost no I/O. */

@@ -4,7 +4,7 @@ import { transaction, type NamedQuery, type Pool, type Queryable } from '../db/p
 import { join, param, raw, sql, statement, type Param, type Sql } from '../db/sql.js';
 import type { Caller } from './service.js';
 import { type Outcome, type Payer, type Quota, type Receipt, type Subject } from './quota.js';
-import { dailyLimit, DEFAULT_PUBLIC_LIMITS, type Counter, type PublicLimits } from './roles.js';
+import { dailyLimit, DEFAULT_PUBLIC_LIMITS, type Counter, type PublicLimits } from '../roles.js';
 
 export type { Subject } from './quota.js';
 
@@ -63,7 +63,7 @@ export function publicNetworkOf(sourceIp: string, prefix: number): string | unde
   return `net:${networkOf(addr, prefix)}`;
 }
 
-export { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
+export { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from '../roles.js';
 
 export interface UsageReader {
   /** Today's usage of an account's check and report counters. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { transaction, type Pool, type Queryable } from '../db/pool.js';
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 import { BUNDLES, bundleOf, relayTierOf, type Channel } from './policy.js';
 import { type Actor } from '../audit/trail.js';
 import { recordAudit } from '../audit/repository.js';

@@ -1,5 +1,5 @@
-import type { Role } from '../keys/roles.js';
-import { ROLE_POLICIES, type Channel, type RelayAllowance } from '../keys/roles.js';
+import type { Role } from '../roles.js';
+import { ROLE_POLICIES, type Channel, type RelayAllowance } from '../roles.js';
 
 export type { Channel };
 
@@ -14,22 +14,4 @@ export function relayTierOf(role: Role): RelayTier | undefined {
   return relay ? { id: role, ...relay } : undefined;
 }
 
-export interface Bundle {
-  channel: Channel;
-  credits: number;
-}
-
-/** The prepaid bundles of the specification: channel and credits. */
-export const BUNDLES: Readonly<Record<string, Bundle>> = {
-  svc_mail_bundle_1000: { channel: 'mail', credits: 1_000 },
-  svc_mail_bundle_5000: { channel: 'mail', credits: 5_000 },
-  svc_mail_bundle_25000: { channel: 'mail', credits: 25_000 },
-  svc_sms_bundle_50: { channel: 'sms', credits: 50 },
-  svc_sms_bundle_200: { channel: 'sms', credits: 200 },
-  svc_sms_bundle_500: { channel: 'sms', credits: 500 },
-};
-
-/** A bundle by its id; ids come from outside (payment events), so only own entries count. */
-export function bundleOf(id: string): Bundle | undefined {
-  return Object.hasOwn(BUNDLES, id) ? BUNDLES[id] : undefined;
-}
+export { BUNDLES, bundleOf, type Bundle } from '../roles.js';

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api.js';
 import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type Clock } from '../clock.js';
 import type { RelayConfig } from '../config.js';
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.js';
 import type { Caller } from '../keys/service.js';
 import type { KeySites } from '../keys/sites.repository.js';

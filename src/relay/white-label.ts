@@ -1,5 +1,5 @@
-import type { Role } from '../keys/roles.js';
-import { hasFeature } from '../keys/roles.js';
+import type { Role } from '../roles.js';
+import { hasFeature } from '../roles.js';
 import type { MailPayload } from './worker.js';
 
 /**

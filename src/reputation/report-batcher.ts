@@ -1,14 +1,10 @@
+import type { ReportBatching } from '../config.js';
 import type { Queryable } from '../db/pool.js';
 import { QuotaExceeded, type Payer, type Quota, type Usage } from '../keys/quota.js';
 import type { NewReport, Reporter, StoredReport } from './repository.js';
 
 /** How long POST /report's group commit gathers reports, and how many it writes at most at once. */
-export interface ReportBatching {
-  /** 0 writes each report at once, on its own. */
-  ms: number;
-  /** 1 writes each report at once, on its own, too. */
-  max: number;
-}
+export type { ReportBatching } from '../config.js';
 
 export type BatchedReport = NewReport & { reporter: Reporter };
 

@@ -2,7 +2,7 @@ import { readerOf, transaction, type NamedQuery, type Pool, type Queryable, type
 import { param, raw, sql } from '../db/sql.js';
 import type { IpStats, Report } from '../db/entities/reputation.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
-import type { Role } from '../keys/roles.js';
+import type { Role } from '../roles.js';
 
 /** A read paid for: the quota, who pays, and how many units. */
 export interface Paying {

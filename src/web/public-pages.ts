@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import { setRateLimitHeaders, sourceIp } from '../http/metering.js';
-import { PUBLIC_DAILY_LIMIT } from '../keys/roles.js';
+import { PUBLIC_DAILY_LIMIT } from '../roles.js';
 import { countryName } from '../stats/service.js';
 import { pageContext, type WebDeps } from './context.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROLES, type Role } from '../../src/keys/roles.js';
+import { ROLES, type Role } from '../../src/roles.js';
 import { call } from '../support/http.js';
 import { startSmsProvider, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';

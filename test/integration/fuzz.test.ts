@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROLES } from '../../src/keys/roles.js';
+import { ROLES } from '../../src/roles.js';
 import { loadApiArtifacts } from '../../src/openapi.js';
 import { rawCall } from '../support/http.js';
 import { dereferencer, DOCUMENTS } from '../support/documents.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Role } from '../../src/keys/roles.js';
+import type { Role } from '../../src/roles.js';
 import { call, rateLimitedBody, type CallResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

@@ -8,7 +8,7 @@ import { RelayMessageEntity, RelayUsageEntity } from '../../src/db/entities/rela
 import { IpStatsEntity, ReportEntity, WhitelistRangeEntity } from '../../src/db/entities/reputation.js';
 import { CountryTotalEntity } from '../../src/db/entities/statistics.js';
 import { migrate, openOrm, type Orm } from '../../src/db/orm.js';
-import { ROLES } from '../../src/keys/roles.js';
+import { ROLES } from '../../src/roles.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 /**

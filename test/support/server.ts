@@ -3,7 +3,7 @@ import { createTrsClient, type TrsClient } from '../../clients/typescript/src/in
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config, type RelayConfig, type StripeConfig, type WebConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/connect.js';
-import type { Role } from '../../src/keys/roles.js';
+import type { Role } from '../../src/roles.js';
 import type { Orm } from '../../src/db/orm.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { SERVER_TIMEOUTS } from '../../src/http/server.js';

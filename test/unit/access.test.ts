@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { accessRules } from '../../src/http/access.js';
-import { hasFeature } from '../../src/keys/roles.js';
+import { hasFeature } from '../../src/roles.js';
 import { loadApiArtifacts, type ApiDocument } from '../../src/openapi.js';
 
 const { document } = loadApiArtifacts();

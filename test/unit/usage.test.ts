@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../../src/logging.js';
 import { nextUtcMidnight } from '../../src/clock.js';
 import { publicSubjectOf } from '../../src/keys/usage.js';
-import { dailyLimit } from '../../src/keys/roles.js';
+import { dailyLimit } from '../../src/roles.js';
 
 describe('publicSubjectOf', () => {
   it('counts an IPv4-mapped IPv6 address as its IPv4 address', () => {

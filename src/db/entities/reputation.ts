@@ -1,7 +1,7 @@
 import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 import type { Account } from '../entities.js';
 import { bigintNumber, numberArray } from './types.js';
-import type { Role } from '../../keys/roles.js';
+import type { Role } from '../../roles.js';
 
 /**
  * A report (table `reports`, partitioned by month of `reported_at`: the primary key holds the

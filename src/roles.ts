@@ -159,3 +159,23 @@ export interface PublicLimits {
 }
 
 export const DEFAULT_PUBLIC_LIMITS: PublicLimits = { perAddress: PUBLIC_DAILY_LIMIT, v6AggregatePrefix: 48, v6AggregateLimit: 1_000 };
+
+export interface Bundle {
+  channel: Channel;
+  credits: number;
+}
+
+/** The prepaid bundles of the specification: channel and credits. */
+export const BUNDLES: Readonly<Record<string, Bundle>> = {
+  svc_mail_bundle_1000: { channel: 'mail', credits: 1_000 },
+  svc_mail_bundle_5000: { channel: 'mail', credits: 5_000 },
+  svc_mail_bundle_25000: { channel: 'mail', credits: 25_000 },
+  svc_sms_bundle_50: { channel: 'sms', credits: 50 },
+  svc_sms_bundle_200: { channel: 'sms', credits: 200 },
+  svc_sms_bundle_500: { channel: 'sms', credits: 500 },
+};
+
+/** A bundle by its id; ids come from outside (payment events), so only own entries count. */
+export function bundleOf(id: string): Bundle | undefined {
+  return Object.hasOwn(BUNDLES, id) ? BUNDLES[id] : undefined;
+}
