@@ -32,7 +32,7 @@ import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
 import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
-import { Meter } from './keys/usage.js';
+import { Meter } from './keys/usage.repository.js';
 import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
 import { blacklistHandlers } from './blacklist/handlers.js';

@@ -250,7 +250,7 @@ export type Config = {
   metricsLoopback: boolean;
   /** The public allowance of unauthenticated callers: per address (/64), and per wider IPv6 prefix. */
   publicLimits: PublicLimits;
-  /** QUOTA_SYNCHRONOUS_COMMIT: a standalone charge of a daily counter waits for the WAL flush (keys/usage.ts ASYNC_COMMIT). */
+  /** QUOTA_SYNCHRONOUS_COMMIT: a standalone charge of a daily counter waits for the WAL flush (keys/usage.repository.ts ASYNC_COMMIT). */
   quotaSynchronousCommit: boolean;
   /** Server errors (but 503) a key or address may meet per day before its charges stand and it is refused. */
   faultBudget: number;

@@ -4,7 +4,7 @@ import type { Pool } from '../db/pool.js';
 import type { Caller } from '../keys/service.js';
 import { dailyLimit, hasFeature, sitesPerDay } from '../roles.js';
 import { firstShownSiteDay } from '../keys/sites.js';
-import type { UsageReader } from '../keys/usage.js';
+import type { UsageReader } from '../keys/usage.repository.js';
 import { relayTierOf } from '../relay/policy.js';
 import type { RelayService } from '../relay/service.js';
 import type { AuditRow } from '../audit/trail.js';

@@ -3,7 +3,7 @@ import { before, DAY_MS, type Clock } from '../clock.js';
 import { loadConfig, type Config, type RelayConfig, type WebConfig } from '../config.js';
 import { transaction, tryTransactionLock, type Pool } from '../db/pool.js';
 import { KeySites } from '../keys/sites.repository.js';
-import { Meter } from '../keys/usage.js';
+import { Meter } from '../keys/usage.repository.js';
 import { StatsRepository } from '../stats/repository.js';
 import { ReportPartitions, type Expired } from '../reputation/partitions.repository.js';
 import { EPOCH_MS, HALF_LIFE_MS } from '../reputation/score.js';
@@ -28,7 +28,7 @@ export interface Purged {
   relayPayloads: number;
   /** Relay messages deleted whole (RELAY_MESSAGE_RETENTION_DAYS after a final state). */
   relayMessages: number;
-  /** Daily usage counters of days before yesterday (keys/usage.ts Meter.purge). */
+  /** Daily usage counters of days before yesterday (keys/usage.repository.ts Meter.purge). */
   usageCounters: number;
   /** Hourly statistics rollups older than any window reads (stats/repository.ts). */
   hourlyRollups: number;

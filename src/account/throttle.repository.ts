@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
-import { DEFAULT_PUBLIC_LIMITS, publicNetworkOf, publicSubjectOf } from '../keys/usage.js';
+import { DEFAULT_PUBLIC_LIMITS, publicNetworkOf, publicSubjectOf } from '../keys/usage.repository.js';
 
 export type AuthAction = 'sign-in' | 'sign-up' | 'reset' | 'reset-confirm';
 

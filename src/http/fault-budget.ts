@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
 import { nextUtcMidnight } from '../clock.js';
-import { publicSubjectOf, type Meter } from '../keys/usage.js';
+import { publicSubjectOf, type Meter } from '../keys/usage.repository.js';
 import { ApiError } from './errors.js';
 import { sourceIp } from './metering.js';
 

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
-import type { CounterState, Meter } from '../keys/usage.js';
+import type { CounterState, Meter } from '../keys/usage.repository.js';
 import { QuotaExceeded, type Payer, type Subject, type Usage } from '../keys/quota.js';
 import type { AccessRule } from './access.js';
 import { rateLimited } from './errors.js';

@@ -5,7 +5,7 @@ import { dailyLimit, hasFeature, permissionsOf } from '../roles.js';
 import { shownKeyName } from './service.js';
 import type { KeySites } from './sites.repository.js';
 import { nextUtcMidnight } from '../clock.js';
-import type { UsageReader } from './usage.js';
+import type { UsageReader } from './usage.repository.js';
 
 /** What is left of a daily limit; -1 stays unlimited. */
 const remaining = (limit: number, used: number) => (limit < 0 ? -1 : Math.max(0, limit - used));

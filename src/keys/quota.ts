@@ -5,7 +5,7 @@ import type { Counter } from '../roles.js';
 /**
  * The quota as the use cases see it: a charge is a value they get back (the counter's `Usage`,
  * or a `Refusal`) and return with their answer; the edge turns it into rate-limit headers, or a
- * 429. Nothing about HTTP here. Meter (keys/usage.ts) is the PostgreSQL implementation.
+ * 429. Nothing about HTTP here. Meter (keys/usage.repository.ts) is the PostgreSQL implementation.
  */
 
 /** Who a counter belongs to: an account (all its keys share it) or a public source address. */

@@ -9,7 +9,7 @@ import type { AuthThrottle } from '../account/throttle.repository.js';
 import type { Clock } from '../clock.js';
 import type { WebConfig } from '../config.js';
 import type { KeyService } from '../keys/service.js';
-import type { Meter } from '../keys/usage.js';
+import type { Meter } from '../keys/usage.repository.js';
 import type { StripePayments } from '../payments/stripe.js';
 import type { ReputationService } from '../reputation/service.js';
 import type { StatsService } from '../stats/service.js';

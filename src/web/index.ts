@@ -15,7 +15,7 @@ import type { RelayConfig, StripeConfig, WebConfig } from '../config.js';
 import type { Orm } from '../db/orm.js';
 import type { Pool } from '../db/pool.js';
 import { KeyService } from '../keys/service.js';
-import type { Meter } from '../keys/usage.js';
+import type { Meter } from '../keys/usage.repository.js';
 import { CheckoutSessions } from '../payments/checkouts.repository.js';
 import { StripePayments, stripeWebhookRouter } from '../payments/stripe.js';
 import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transaction, type Pool } from '../../src/db/pool.js';
 import { sql } from '../../src/db/sql.js';
-import { Meter } from '../../src/keys/usage.js';
+import { Meter } from '../../src/keys/usage.repository.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
- * A charge that stands alone commits without waiting for the disk (keys/usage.ts ASYNC_COMMIT),
+ * A charge that stands alone commits without waiting for the disk (keys/usage.repository.ts ASYNC_COMMIT),
  * so one account's checks are not held to the disk's flush rate; a charge inside the caller's
  * transaction (a report's) commits with it, and QUOTA_SYNCHRONOUS_COMMIT makes every charge
  * wait. What PostgreSQL is asked is read here through a pool that records it; the counts stay

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../../src/logging.js';
 import { nextUtcMidnight } from '../../src/clock.js';
-import { publicSubjectOf } from '../../src/keys/usage.js';
+import { publicSubjectOf } from '../../src/keys/usage.repository.js';
 import { dailyLimit } from '../../src/roles.js';
 
 describe('publicSubjectOf', () => {
