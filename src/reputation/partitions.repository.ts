@@ -5,8 +5,9 @@ import { recomputeAggregates, REPORT_LOCKS, type DecayWeights } from './reposito
  * The monthly partitions of `reports` (migration ReportPartitions): created ahead of time, and
  * dropped once a whole month lies past the retention, with every address they held recomputed
  * without them. The first partition, `reports_before`, holds what the table held before it was
- * partitioned; it and the default partition are never dropped: their expired rows are deleted
- * in batches instead.
+ * partitioned: its expired rows are deleted in batches until its bound passes the cutoff, then it
+ * is dropped like a month. The default partition is never dropped; its expired rows are deleted
+ * in batches.
  */
 
 /** The partitions created ahead of the current month. */
@@ -97,12 +98,20 @@ export class ReportPartitions {
     const expired: Expired = { partitions: [], reports: 0, addresses: 0 };
     // A partition renamed by a run that did not finish goes first.
     for (const name of await this.detached()) await this.finish(name, expired);
-    for (const partition of await this.list()) {
-      if (partition.from === null || partition.to === null || partition.to > cutoff) continue;
+    // Whole partitions past the cutoff: every month, and reports_before once its bound has passed
+    // too (from then on nothing is ever written there again).
+    const partitions = await this.list();
+    for (const partition of partitions) {
+      if (partition.to === null || partition.to > cutoff) continue;
       const name = await this.detach(partition.name);
       if (name) await this.finish(name, expired);
     }
-    for (const partition of ['reports_before', 'reports_default']) {
+    // Rows past the cutoff in the partitions that stay: reports_before while its bound is still
+    // ahead of the cutoff (found by reported_at, which has no index of its own there: one scan an
+    // hour until the bound passes), and the default partition (empty unless a clock ran ahead).
+    const before = partitions.find((p) => p.name === 'reports_before');
+    const straddling = [...(before?.to && before.to > cutoff ? ['reports_before'] : []), 'reports_default'];
+    for (const partition of straddling) {
       for (;;) {
         const batch = await this.deleteBatch(partition, cutoff);
         if (!batch) break;

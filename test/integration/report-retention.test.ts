@@ -94,7 +94,16 @@ describe('reports past REPORT_RETENTION_DAYS', () => {
     const before = await seen(A, reader.key);
     expect(before.total).toBe(5);
 
+    // reports_before ends where the first month made by the migration begins (the month after
+    // the template was migrated): dropped whole once that bound is past the cutoff, else emptied.
+    const { rows: bounds } = await s.pool.query<{ bound: string }>(
+      "select pg_get_expr(c.relpartbound, c.oid) as bound from pg_class c where c.relname = 'reports_before'",
+    );
+    const beforeEnds = new Date(/TO \('([^']+)'\)/.exec(bounds[0]!.bound)![1]!);
+    const cutoff = new Date(s.clock.now().getTime() - RETENTION_MS);
     const result = await maintainReports(s.pool, s.clock, { reportRetentionMs: RETENTION_MS });
+    expect(result.partitions.includes('reports_before')).toBe(beforeEnds <= cutoff);
+    expect(await count('pg_class where relname = $1', ['reports_before'])).toBe(beforeEnds <= cutoff ? 0 : 1);
     expect(result.created).toContain('reports_2028_03');
     expect(result.partitions).toContain('reports_2027_01');
     expect(result.reports).toBe(3);
