@@ -3,8 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Role } from './roles.js';
 import { BUNDLES, DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
-import type { SmsConfig } from './relay/delivery/sms.js';
-import type { VonageSignatureMethod } from './relay/delivery/sms/vonage.js';
+import type { SNSClientConfig } from '@aws-sdk/client-sns';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -588,3 +587,135 @@ function smsConfig(e: Env, problems: string[]): SmsConfig | undefined {
       return { provider, dir: path.join(e.DATA_DIR, 'outbox', 'sms') };
   }
 }
+
+// The SMS providers' settings: what smsConfig() reads from RELAY_SMS_*, and what each provider of
+// relay/delivery/sms/ is created with.
+
+/** A provider of our own making, or a gateway in front of one: JSON in, bearer token. */
+export interface WebhookConfig {
+  provider?: 'webhook';
+  /** The provider endpoint that takes `POST { to, text, sender?, reference? }`. */
+  url: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** Sender id or number, when the provider lets the relay choose one. */
+  sender?: string;
+  /** Deadline for the whole request, 10 s by default. */
+  timeoutMs?: number;
+}
+
+/**
+ * Twilio Programmable Messaging, Messages resource:
+ * https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource
+ *
+ * Plain HTTPS rather than the `twilio` package: sending is one form POST with Basic auth, and
+ * the SDK brings axios and a dozen more packages, its own HTTP agent and retry logic in the
+ * way of ours, and no way to point it at a fake on loopback short of monkey-patching.
+ */
+export interface TwilioConfig {
+  provider: 'twilio';
+  /** `AC…`: the account, and the user of Basic auth. */
+  accountSid: string;
+  /** The password of Basic auth, and the key of the receipts' signatures. */
+  authToken: string;
+  /** A Twilio number in E.164, a short code or an alphanumeric sender id. */
+  from?: string;
+  /** `MG…`: a Messaging Service that picks the sender (either this or `from`, or both). */
+  messagingServiceSid?: string;
+  /** Another API origin (a region's `https://api.dublin.ie1.twilio.com`, or a test fake). */
+  apiBase?: string;
+  /** Where Twilio posts delivery receipts (`StatusCallback`). */
+  receiptUrl?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Plivo Message API: https://www.plivo.com/docs/messaging/api/message/send-a-message
+ *
+ * Plain HTTPS rather than the `plivo` package: sending is one JSON POST with Basic auth, and
+ * the SDK pulls in axios, lodash and more, with its own retries and agent.
+ */
+export interface PlivoConfig {
+  provider: 'plivo';
+  /** `MA…` or `SA…`: the account, and the user of Basic auth. */
+  authId: string;
+  /** The password of Basic auth, and the key of the receipts' signatures. */
+  authToken: string;
+  /** A Plivo number in E.164 or an alphanumeric sender id; or */
+  from?: string;
+  /** a Powerpack that picks the sender (Plivo refuses both at once). */
+  powerpackUuid?: string;
+  /** Another API origin than `https://api.plivo.com` (a test fake, a proxy). */
+  apiBase?: string;
+  /** Where Plivo posts delivery receipts (`url`). */
+  receiptUrl?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Amazon SNS, Publish to a phone number:
+ * https://docs.aws.amazon.com/sns/latest/dg/sms_publish-to-phone.html
+ *
+ * The official SDK (`@aws-sdk/client-sns`), unlike the other providers: a request needs a
+ * SigV4 signature and credentials from the standard chain (environment, shared files, SSO,
+ * web identity, ECS and EC2 roles, with refresh), which is a lot to get right by hand, and the
+ * v3 client is small, modular and well kept. It keeps connections alive by default, takes an
+ * `endpoint` (for tests and VPC endpoints) and does not follow redirects.
+ */
+export interface SnsConfig {
+  provider: 'sns';
+  /** The region whose SNS sends the SMS (not every region does). */
+  region: string;
+  /** Transactional (2FA codes: delivery first) or Promotional (cheapest). */
+  smsType: 'Transactional' | 'Promotional';
+  /** An alphanumeric sender id (3-11 characters), where the destination country allows one. */
+  senderId?: string;
+  /** A number or short code of the account to send from (E.164). */
+  originationNumber?: string;
+  /** Another endpoint than the region's (a VPC endpoint, a test fake). */
+  endpoint?: string;
+  /** Fixed credentials instead of the standard chain (the tests' fake needs no real ones). */
+  credentials?: SNSClientConfig['credentials'];
+  timeoutMs?: number;
+}
+
+/** SMS written as JSON files into a folder, for local development: nothing leaves the machine. */
+export interface OutboxConfig {
+  provider: 'outbox';
+  /** `${DATA_DIR}/outbox/sms` */
+  dir: string;
+}
+
+/**
+ * Vonage (formerly Nexmo) SMS API: https://developer.vonage.com/en/api/sms
+ *
+ * Plain HTTPS rather than `@vonage/server-sdk`: sending is one form POST, and the SDK is a
+ * family of packages around node-fetch with its own agent, which would take the keep-alive,
+ * timeout and redirect policy out of our hands for no gain.
+ */
+export interface VonageConfig {
+  provider: 'vonage';
+  apiKey: string;
+  apiSecret: string;
+  /** A Vonage number or an alphanumeric sender id (up to 11 characters). */
+  from: string;
+  /** Another API origin than `https://rest.nexmo.com` (a test fake, a proxy). */
+  apiBase?: string;
+  /** Where Vonage posts delivery receipts (`callback`, overriding the dashboard's setting). */
+  receiptUrl?: string;
+  /** What {@link verifyVonageReceipt} checks receipts with; sending does not use it. */
+  receiptSignature?: VonageSignature;
+  timeoutMs?: number;
+}
+
+/** The signature settings of the account, from the dashboard, for signed delivery receipts. */
+export interface VonageSignature {
+  secret: string;
+  method: VonageSignatureMethod;
+}
+
+/** The dashboard's choices: "MD5 hash" (the default), or an HMAC with MD5, SHA-1, SHA-256, SHA-512. */
+export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
+
+/** The SMS provider's settings (RELAY_SMS_*), one shape per provider (relay/delivery/sms/*.ts). */
+export type SmsConfig = WebhookConfig | TwilioConfig | VonageConfig | PlivoConfig | SnsConfig | OutboxConfig;

@@ -8,7 +8,8 @@ import { createVonageProvider, type VonageConfig } from './sms/vonage.js';
 import { createWebhookProvider, type WebhookConfig } from './sms/webhook.js';
 
 /** One provider's settings, by `provider`; without one, the generic webhook of old. */
-export type SmsConfig = WebhookConfig | TwilioConfig | VonageConfig | PlivoConfig | SnsConfig | OutboxConfig;
+export type { SmsConfig } from '../../config.js';
+import type { SmsConfig } from '../../config.js';
 
 export function createSmsProvider(config: SmsConfig): SmsProvider {
   switch (config.provider) {

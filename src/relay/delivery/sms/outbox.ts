@@ -1,13 +1,9 @@
 import { DeliveryError } from '../errors.js';
 import { outboxFileName, writeOutboxFile } from '../outbox.js';
 import type { SmsProvider } from './provider.js';
+import type { OutboxConfig } from '../../../config.js';
 
-/** SMS written as JSON files into a folder, for local development: nothing leaves the machine. */
-export interface OutboxConfig {
-  provider: 'outbox';
-  /** `${DATA_DIR}/outbox/sms` */
-  dir: string;
-}
+export type { OutboxConfig } from '../../../config.js';
 
 export function createOutboxProvider(config: OutboxConfig): SmsProvider {
   return {

@@ -2,29 +2,9 @@ import { createHmac } from 'node:crypto';
 import type { SmsProvider } from './provider.js';
 import { basicCredentials, createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, header, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
+import type { PlivoConfig } from '../../../config.js';
 
-/**
- * Plivo Message API: https://www.plivo.com/docs/messaging/api/message/send-a-message
- *
- * Plain HTTPS rather than the `plivo` package: sending is one JSON POST with Basic auth, and
- * the SDK pulls in axios, lodash and more, with its own retries and agent.
- */
-export interface PlivoConfig {
-  provider: 'plivo';
-  /** `MA…` or `SA…`: the account, and the user of Basic auth. */
-  authId: string;
-  /** The password of Basic auth, and the key of the receipts' signatures. */
-  authToken: string;
-  /** A Plivo number in E.164 or an alphanumeric sender id; or */
-  from?: string;
-  /** a Powerpack that picks the sender (Plivo refuses both at once). */
-  powerpackUuid?: string;
-  /** Another API origin than `https://api.plivo.com` (a test fake, a proxy). */
-  apiBase?: string;
-  /** Where Plivo posts delivery receipts (`url`). */
-  receiptUrl?: string;
-  timeoutMs?: number;
-}
+export type { PlivoConfig } from '../../../config.js';
 
 const DEFAULT_API_BASE = 'https://api.plivo.com';
 

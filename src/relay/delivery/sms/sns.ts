@@ -2,33 +2,9 @@ import type { MessageAttributeValue, SNSClientConfig } from '@aws-sdk/client-sns
 import type { SmsProvider } from './provider.js';
 import { DeliveryError } from '../errors.js';
 import { DEFAULT_TIMEOUT_MS, retryableStatus } from './http.js';
+import type { SnsConfig } from '../../../config.js';
 
-/**
- * Amazon SNS, Publish to a phone number:
- * https://docs.aws.amazon.com/sns/latest/dg/sms_publish-to-phone.html
- *
- * The official SDK (`@aws-sdk/client-sns`), unlike the other providers: a request needs a
- * SigV4 signature and credentials from the standard chain (environment, shared files, SSO,
- * web identity, ECS and EC2 roles, with refresh), which is a lot to get right by hand, and the
- * v3 client is small, modular and well kept. It keeps connections alive by default, takes an
- * `endpoint` (for tests and VPC endpoints) and does not follow redirects.
- */
-export interface SnsConfig {
-  provider: 'sns';
-  /** The region whose SNS sends the SMS (not every region does). */
-  region: string;
-  /** Transactional (2FA codes: delivery first) or Promotional (cheapest). */
-  smsType: 'Transactional' | 'Promotional';
-  /** An alphanumeric sender id (3-11 characters), where the destination country allows one. */
-  senderId?: string;
-  /** A number or short code of the account to send from (E.164). */
-  originationNumber?: string;
-  /** Another endpoint than the region's (a VPC endpoint, a test fake). */
-  endpoint?: string;
-  /** Fixed credentials instead of the standard chain (the tests' fake needs no real ones). */
-  credentials?: SNSClientConfig['credentials'];
-  timeoutMs?: number;
-}
+export type { SnsConfig } from '../../../config.js';
 
 /** Error names of a throttled request; the SDK gives the query protocol's codes as names. */
 const THROTTLING = new Set(['ThrottledException', 'KMSThrottlingException', 'Throttling', 'ThrottlingException']);

@@ -2,31 +2,9 @@ import { createHmac } from 'node:crypto';
 import type { SmsProvider } from './provider.js';
 import { basicCredentials, createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, header, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
+import type { TwilioConfig } from '../../../config.js';
 
-/**
- * Twilio Programmable Messaging, Messages resource:
- * https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource
- *
- * Plain HTTPS rather than the `twilio` package: sending is one form POST with Basic auth, and
- * the SDK brings axios and a dozen more packages, its own HTTP agent and retry logic in the
- * way of ours, and no way to point it at a fake on loopback short of monkey-patching.
- */
-export interface TwilioConfig {
-  provider: 'twilio';
-  /** `AC…`: the account, and the user of Basic auth. */
-  accountSid: string;
-  /** The password of Basic auth, and the key of the receipts' signatures. */
-  authToken: string;
-  /** A Twilio number in E.164, a short code or an alphanumeric sender id. */
-  from?: string;
-  /** `MG…`: a Messaging Service that picks the sender (either this or `from`, or both). */
-  messagingServiceSid?: string;
-  /** Another API origin (a region's `https://api.dublin.ie1.twilio.com`, or a test fake). */
-  apiBase?: string;
-  /** Where Twilio posts delivery receipts (`StatusCallback`). */
-  receiptUrl?: string;
-  timeoutMs?: number;
-}
+export type { TwilioConfig } from '../../../config.js';
 
 const DEFAULT_API_BASE = 'https://api.twilio.com';
 

@@ -2,37 +2,9 @@ import { createHash, createHmac } from 'node:crypto';
 import type { SmsProvider } from './provider.js';
 import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
+import type { VonageConfig, VonageSignature, VonageSignatureMethod } from '../../../config.js';
 
-/**
- * Vonage (formerly Nexmo) SMS API: https://developer.vonage.com/en/api/sms
- *
- * Plain HTTPS rather than `@vonage/server-sdk`: sending is one form POST, and the SDK is a
- * family of packages around node-fetch with its own agent, which would take the keep-alive,
- * timeout and redirect policy out of our hands for no gain.
- */
-export interface VonageConfig {
-  provider: 'vonage';
-  apiKey: string;
-  apiSecret: string;
-  /** A Vonage number or an alphanumeric sender id (up to 11 characters). */
-  from: string;
-  /** Another API origin than `https://rest.nexmo.com` (a test fake, a proxy). */
-  apiBase?: string;
-  /** Where Vonage posts delivery receipts (`callback`, overriding the dashboard's setting). */
-  receiptUrl?: string;
-  /** What {@link verifyVonageReceipt} checks receipts with; sending does not use it. */
-  receiptSignature?: VonageSignature;
-  timeoutMs?: number;
-}
-
-/** The signature settings of the account, from the dashboard, for signed delivery receipts. */
-export interface VonageSignature {
-  secret: string;
-  method: VonageSignatureMethod;
-}
-
-/** The dashboard's choices: "MD5 hash" (the default), or an HMAC with MD5, SHA-1, SHA-256, SHA-512. */
-export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
+export type { VonageConfig, VonageSignature, VonageSignatureMethod } from '../../../config.js';
 
 const DEFAULT_API_BASE = 'https://rest.nexmo.com';
 

@@ -1,18 +1,8 @@
 import type { SmsProvider } from './provider.js';
 import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
+import type { WebhookConfig } from '../../../config.js';
 
-/** A provider of our own making, or a gateway in front of one: JSON in, bearer token. */
-export interface WebhookConfig {
-  provider?: 'webhook';
-  /** The provider endpoint that takes `POST { to, text, sender?, reference? }`. */
-  url: string;
-  /** Sent as `Authorization: Bearer <token>`. */
-  token: string;
-  /** Sender id or number, when the provider lets the relay choose one. */
-  sender?: string;
-  /** Deadline for the whole request, 10 s by default. */
-  timeoutMs?: number;
-}
+export type { WebhookConfig } from '../../../config.js';
 
 export function createWebhookProvider(config: WebhookConfig): SmsProvider {
   const http = createHttpClient({ label: 'SMS provider', timeoutMs: config.timeoutMs, secrets: [config.token] });
