@@ -9,6 +9,9 @@
  *            per request and /bulk-check; nothing else, and BENCHMARKS.md is not touched)
  *            --before DIST/src/main.js (an earlier build, e.g. of main, measured in the same
  *            rounds as this one: its /check and header bytes beside this build's)
+ *            --only cost (the cost per million: the server's and PostgreSQL's CPU per check,
+ *            report, bulk-checked address and bulk-reported line, the bytes each address and
+ *            report takes, and what a 10M and a 100M checks-a-day deployment needs from them)
  *
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/trs_bench) is the database; it
  * is created, migrated and seeded when it does not hold the requested data set. `--quick`
@@ -59,6 +62,7 @@ const url = process.env.BENCH_DATABASE_URL ?? `postgres://postgres@127.0.0.1:543
 /** The database the URL names: the one created (and, for --quick, dropped) here. */
 const dbName = new URL(url).pathname.slice(1);
 const onlyCheck = args.only === 'check';
+const onlyCost = args.only === 'cost';
 const dropAfterwards = quick && !process.env.BENCH_DATABASE_URL;
 
 /** The server runs with the container's NODE_OPTIONS (its heap limit), read from the Dockerfile. */
@@ -347,6 +351,7 @@ async function measure(serverMain: string): Promise<void> {
 
     // Warm-up (JIT, connection pools, caches), not recorded.
     await autocannon({ url: `${base}/api/v2/check?ip=8.8.8.8`, connections: 10, duration: Math.min(3, DURATION), headers: key });
+    if (onlyCost) return log('\n' + (await costPerMillion(base, pids.app, key)));
     // The baselines and /check in rounds, interleaved, so that each ratio compares runs made
     // moments apart; a target reads the median round.
     const baselines: Record<number, { http: Row; express: Row }> = {};
@@ -475,6 +480,106 @@ async function measure(serverMain: string): Promise<void> {
     const running = children.filter((child) => child.exitCode === null && child.signalCode === null);
     await Promise.all(running.map((child) => new Promise((r) => child.once('exit', r))));
   }
+}
+
+/**
+ * Issue 27, the cost per million: the CPU time the server process and the PostgreSQL backends
+ * serving the data set spend per operation (µs per operation is CPU-seconds per million), the
+ * bytes an address and a report keep in the database, and from them what a deployment of 10M and
+ * 100M checks a day needs. PostgreSQL's own background processes (WAL writer, checkpointer,
+ * autovacuum) serve every database on the machine and are left out; so is the load generator.
+ */
+async function costPerMillion(base: string, appPid: number, key: Record<string, string>): Promise<string> {
+  const json = { ...key, 'content-type': 'application/json' };
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  const backends = async () =>
+    new Map(
+      (await admin.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows.flatMap((r) => {
+        try {
+          return [[r.pid, cpuMs(r.pid)] as const];
+        } catch {
+          return []; // gone between the query and the read
+        }
+      }),
+    );
+  const costs: { name: string; unit: string; perRequest: number; nodeUs: number; pgUs: number; rps: number }[] = [];
+  const measured = async (name: string, unit: string, perRequest: number, work: () => Promise<Row>) => {
+    const pgBefore = await backends();
+    const nodeBefore = cpuMs(appPid);
+    const row = await work();
+    const nodeMs = cpuMs(appPid) - nodeBefore;
+    let pgMs = 0;
+    for (const [pid, ms] of await backends()) pgMs += ms - (pgBefore.get(pid) ?? 0);
+    const units = row.total * perRequest;
+    costs.push({ name, unit, perRequest, nodeUs: (nodeMs * 1000) / units, pgUs: (pgMs * 1000) / units, rps: row.rps * perRequest });
+  };
+  await measured('check', 'check', 1, () => run('GET /check (cost)', base, 50, { path: () => `/api/v2/check?ip=${freshIp()}`, headers: key }));
+  await measured('report', 'report', 1, () =>
+    run('POST /report (cost)', base, 50, {
+      method: 'POST',
+      path: () => '/api/v2/report',
+      headers: json,
+      body: () => JSON.stringify({ ip: randomPublicIp(), categories: [18, 22], comment: 'bench' }),
+    }),
+  );
+  await measured('bulk-check address', 'address', 1000, () =>
+    run('POST /bulk-check, 1,000 addresses (cost)', base, 10, {
+      method: 'POST',
+      path: () => '/api/v2/bulk-check',
+      headers: json,
+      body: () => JSON.stringify({ ips: Array.from({ length: 1000 }, freshIp) }),
+    }),
+  );
+  await measured('bulk-report line', 'line', 10_000, () =>
+    timeEach('POST /bulk-report, 10,000 lines (cost)', quick ? 2 : 5, () =>
+      fetch(`${base}/api/v2/bulk-report`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ csv: Array.from({ length: 10_000 }, () => `${randomPublicIp()},18|22,bench`).join('\n') }),
+      }),
+    ),
+  );
+  const size = (
+    await admin.query<{ addresses: number; reports: number; address_bytes: string; report_bytes: string }>(
+      `select (select count(*) from ip_stats)::int as addresses, (select count(*) from reports)::int as reports,
+              (select sum(pg_total_relation_size(t))::bigint from unnest(array['ip_stats', 'ip_reporters']::regclass[]) t) as address_bytes,
+              (select sum(pg_total_relation_size(inhrelid))::bigint from pg_inherits where inhparent = 'reports'::regclass) as report_bytes`,
+    )
+  ).rows[0]!;
+  await admin.end();
+  const perAddress = Number(size.address_bytes) / size.addresses;
+  const perReport = Number(size.report_bytes) / size.reports;
+  const us = (n: number) => Math.round(n).toLocaleString('en');
+  const lines = [
+    `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores, ${size.addresses.toLocaleString('en')} addresses and ${size.reports.toLocaleString('en')} reports in PostgreSQL.`,
+    '',
+    '| Operation | Server CPU (s per million) | PostgreSQL backends (s per million) | Total CPU-seconds per million | Rate here (per s) |',
+    '|---|---|---|---|---|',
+    ...costs.map((c) => `| ${c.name} | ${us(c.nodeUs)} | ${us(c.pgUs)} | ${us(c.nodeUs + c.pgUs)} | ${us(c.rps)} |`),
+    '',
+    `Stored: ${Math.round(perAddress)} bytes per address (ip_stats, ip_reporters, their indexes), ${Math.round(perReport)} bytes per report (the partitions and their indexes).`,
+    '',
+  ];
+  // Sizing: the day's checks arrive at 3 × their mean rate at the peak, and a core is planned at
+  // 60% busy; reports are a tenth of the checks, and the database keeps 365 days of them, with as
+  // many reports per address as the data set measured.
+  const check = costs[0]!;
+  const report = costs[1]!;
+  lines.push('| Deployment | Peak checks/s | Server cores | PostgreSQL cores | Reports kept (365 days) | PostgreSQL data |', '|---|---|---|---|---|---|');
+  for (const perDay of [10_000_000, 100_000_000]) {
+    const peak = (3 * perDay) / 86_400;
+    const reportsPeak = peak / 10;
+    const nodeCores = (peak * check.nodeUs + reportsPeak * report.nodeUs) / 1e6 / 0.6;
+    const pgCores = (peak * check.pgUs + reportsPeak * report.pgUs) / 1e6 / 0.6;
+    const kept = (perDay / 10) * 365;
+    // As many reports per address as in the data set measured.
+    const bytes = kept * perReport + ((kept * size.addresses) / size.reports) * perAddress;
+    lines.push(
+      `| ${perDay / 1e6}M checks a day | ${Math.round(peak).toLocaleString('en')} | ${nodeCores.toFixed(1)} (${Math.ceil(nodeCores)} process${Math.ceil(nodeCores) > 1 ? 'es' : ''}) | ${pgCores.toFixed(1)} | ${(kept / 1e6).toFixed(0)}M | ${(bytes / 2 ** 30).toFixed(0)} GiB |`,
+    );
+  }
+  return lines.join('\n');
 }
 
 async function dropQuickDatabase(): Promise<void> {
