@@ -3,7 +3,8 @@
  * (a step of `npm test`): `npx depcruise src --config .dependency-cruiser.cjs`.
  *
  * The layers, top to bottom:
- *   the composition root   src/main.ts, src/start.ts, src/app.ts
+ *   the composition root   src/main.ts, src/start.ts, src/app.ts, src/services.ts (the object graph,
+ *                          built once by start.ts and by the CLI)
  *   the edges              src/http/, src/web/, src/cli/ (and each area's handlers.ts)
  *   the areas              src/<area>/: handlers -> service -> repository
  *   the bottom             src/config.ts; src/db/; the shared modules (errors, address, clock,
@@ -38,7 +39,7 @@ module.exports = {
       severity: 'error',
       comment: 'An area does not import the pages (src/web/), the CLI (src/cli/) or the composition root.',
       from: { path: `^src/${AREAS}/` },
-      to: { path: '^src/(web|cli)/|^src/(main|start|app)\\.ts$' },
+      to: { path: '^src/(web|cli)/|^src/(main|start|app|services)\\.ts$' },
     },
     {
       name: 'no-other-areas-handlers',
@@ -55,7 +56,7 @@ module.exports = {
         'which imports nothing) never import an area, an edge or the composition root: they are what everything ' +
         'else stands on.',
       from: { path: `^src/config\\.ts$|^src/db/|${SHARED}` },
-      to: { path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app)\\.ts$` },
+      to: { path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app|services)\\.ts$` },
     },
     {
       name: 'db-and-shared-not-to-config',

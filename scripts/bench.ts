@@ -561,22 +561,27 @@ async function costPerMillion(base: string, appPid: number, key: Record<string, 
     `Stored: ${Math.round(perAddress)} bytes per address (ip_stats, ip_reporters, their indexes), ${Math.round(perReport)} bytes per report (the partitions and their indexes).`,
     '',
   ];
-  // Sizing: the day's checks arrive at 3 × their mean rate at the peak, and a core is planned at
-  // 60% busy; reports are a tenth of the checks, and the database keeps 365 days of them, with as
-  // many reports per address as the data set measured.
+  // Sizing: the day's checks arrive at 3 × their mean rate at the peak, a core is planned at 60%
+  // busy, a day brings one report for every hundred checks (1M reports a day at 100M checks: the
+  // size of CrowdSec's network), and the database keeps 365 days of them with as many reports per
+  // address as the data set measured.
   const check = costs[0]!;
   const report = costs[1]!;
-  lines.push('| Deployment | Peak checks/s | Server cores | PostgreSQL cores | Reports kept (365 days) | PostgreSQL data |', '|---|---|---|---|---|---|');
+  const millions = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)}B` : `${Math.round(n / 1e6)}M`);
+  lines.push(
+    '| Deployment | Peak checks/s | Peak reports/s | Server cores (processes) | PostgreSQL cores | Reports kept (365 days) | PostgreSQL data |',
+    '|---|---|---|---|---|---|---|',
+  );
   for (const perDay of [10_000_000, 100_000_000]) {
     const peak = (3 * perDay) / 86_400;
-    const reportsPeak = peak / 10;
+    const reportsPeak = peak / 100;
     const nodeCores = (peak * check.nodeUs + reportsPeak * report.nodeUs) / 1e6 / 0.6;
     const pgCores = (peak * check.pgUs + reportsPeak * report.pgUs) / 1e6 / 0.6;
-    const kept = (perDay / 10) * 365;
-    // As many reports per address as in the data set measured.
+    const kept = (perDay / 100) * 365;
     const bytes = kept * perReport + ((kept * size.addresses) / size.reports) * perAddress;
     lines.push(
-      `| ${perDay / 1e6}M checks a day | ${Math.round(peak).toLocaleString('en')} | ${nodeCores.toFixed(1)} (${Math.ceil(nodeCores)} process${Math.ceil(nodeCores) > 1 ? 'es' : ''}) | ${pgCores.toFixed(1)} | ${(kept / 1e6).toFixed(0)}M | ${(bytes / 2 ** 30).toFixed(0)} GiB |`,
+      `| ${millions(perDay)} checks, ${millions(perDay / 100)} reports a day | ${Math.round(peak).toLocaleString('en')} | ${Math.round(reportsPeak)} | ` +
+        `${nodeCores.toFixed(2)} (${Math.max(1, Math.ceil(nodeCores))}) | ${pgCores.toFixed(2)} | ${millions(kept)} | ${Math.round(bytes / 2 ** 30)} GiB |`,
     );
   }
   return lines.join('\n');

@@ -61,20 +61,18 @@ import { Bouncers } from './crowdsec/bouncers.js';
 import { DecisionService } from './crowdsec/decisions.js';
 import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
 import { BouncerRepository } from './crowdsec/repository.js';
-import { loadConfig } from './config.js';
 import { buildWeb } from './web/index.js';
+import type { Services } from './services.js';
 
 export interface AppDeps {
   orm: Orm;
   pool: Pool;
-  geo: GeoIp;
-  /** The relay's queue; undefined where no transport is configured (sends answer 503). */
-  relayQueue: RelayQueue | undefined;
+  /** The areas' services, built once by the composition root (services.ts). */
+  services: Services;
   /** The SMS provider's delivery receipts, where it posts them. */
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
-  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
-    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'metricsLoopback' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching' | 'quotaSynchronousCommit'>>;
+  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'web' | 'stripe' | 'metricsToken' | 'metricsLoopback'>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -125,57 +123,40 @@ const DOCS_CSP =
 
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
-  const { orm, pool, geo, relayQueue, metrics, config, logger, clock, api } = deps;
+  const { orm, pool, services, metrics, config, logger, clock, api } = deps;
   const drain = deps.drain ?? new Drain();
-  const em = orm.em;
-  const lastUsed = new KeyLastUsed(em, clock);
-  const keys = new KeyAuthenticator(pool, config.keyCacheMs ?? 0, clock, (keyId) => lastUsed.touch(keyId));
-  const meter = new Meter(pool, clock, config.publicLimits, config.quotaSynchronousCommit ?? false);
+  const { meter, authenticator: keys, reputation, sites, snapshots, blacklist } = services;
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
-  const categories = new CategoryService(em, clock);
-  const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, {
-    batching: config.reportBatching ?? { ms: 0, max: 1 },
-    quota: meter,
-  });
   drain.onStop(() => reputation.close());
-  const snapshots = blacklistSnapshots(pool, clock);
-  const sites = new KeySites(pool, clock);
-  const stats = new StatsService(new StatsRepository(pool), categories, snapshots, clock);
-  const relayMessages = new RelayRepository(pool);
-  const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(new SmsTemplateRepository(em), clock));
-  const ledger = new BundleLedger(pool, clock);
   const web = buildWeb({
     orm,
     pool,
     clock,
     logger,
-    web: config.web ?? loadConfig({}).web,
+    web: config.web,
     v6NetworkPrefix: config.publicLimits.v6AggregatePrefix,
     stripe: config.stripe,
     relayMail: config.relay.mail,
     meter,
-    stats,
-    categories,
+    stats: services.stats,
+    categories: services.categories,
     reputation,
-    relay,
-    ledger,
+    relay: services.relay,
+    ledger: services.ledger,
     webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
-  const bouncerRepository = new BouncerRepository(em);
-  const bouncers = new Bouncers(bouncerRepository, categories, clock);
-  const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes ?? loadConfig({}).blacklistCacheBytes, meter, (config.web ?? loadConfig({}).web).publicUrl);
   const handlers: Handlers = {
-    ...categoryHandlers(categories),
+    ...categoryHandlers(services.categories),
     ...keyHandlers(meter, sites, clock),
     ...reputationHandlers(reputation, metering),
     ...blacklistHandlers(blacklist, snapshots, metering),
-    ...statsHandlers(stats),
-    ...relayHandlers(relay),
-    ...notificationHandlers(new NotificationConfigs(new NotificationConfigRepository(em), sites, clock)),
-    ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
-    ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
-    ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist, metering),
+    ...statsHandlers(services.stats),
+    ...relayHandlers(services.relay),
+    ...notificationHandlers(services.notifications),
+    ...rulesHandlers(services.rulesets),
+    ...crowdsecHandlers(services.decisions),
+    ...abuseipdbHandlers(services.abuseipdb, blacklist, metering),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };
@@ -204,7 +185,7 @@ export function buildApp(deps: AppDeps): Express {
         },
       },
     },
-    { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(bouncers)] },
+    { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(services.bouncers)] },
   ];
 
   const app = express();
@@ -272,10 +253,10 @@ export function buildApp(deps: AppDeps): Express {
   // with their own form parser, CSRF and CSP, src/web/). An API request never walks their routes.
   const site = express.Router({ caseSensitive: true, strict: true });
   site.use(pageHeaders);
-  site.use(paymentsRouter(ledger, config.payments, clock));
+  site.use(paymentsRouter(services.ledger, config.payments, clock));
   if (deps.smsReceipts) {
     const { provider, endpoint } = deps.smsReceipts;
-    site.use(receiptsRouter(provider, endpoint, relayMessages, clock, logger, metrics));
+    site.use(receiptsRouter(provider, endpoint, services.relayMessages, clock, logger, metrics));
   }
   if (web.stripeWebhook) site.use(web.stripeWebhook);
   site.use(web.pages);

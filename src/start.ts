@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import { hashActivity } from './account/passwords.js';
 import { PurgeJob, purgeSettingsOf } from './account/purge-job.js';
 import { buildApp } from './app.js';
-import { blacklistSnapshots } from './blacklist/repository.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { connectDatabase, type Database, type MigrateMode } from './db/connect.js';
@@ -17,8 +16,8 @@ import { BlacklistJob } from './jobs/blacklist-job.js';
 import { API_BASE, loadApiArtifacts, projectRoot } from './openapi.js';
 import { ApiReference, redoclyCli, referenceFileOf } from './reference.js';
 import { logProgress } from './progress.js';
-import { RelayRepository } from './relay/repository.js';
 import { startRelay, type RelayRuntime } from './relay/runtime.js';
+import { buildServices, type Services } from './services.js';
 
 export interface StartOptions {
   logger: Logger;
@@ -79,21 +78,23 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     openGeoIp({ ...config.geoip, progress: logProgress(logger) }),
     options.database ?? connectDatabase(config, logger, { migrate: options.migrate ?? 'apply' }),
   ]);
-  const relayMessages = new RelayRepository(database.pool);
-  const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()), () => hashActivity);
+  // The metrics read the relay's backlog from the services, built once the relay's queue is up
+  // (before the server listens, so before anything reads the metrics).
+  let services: Services | undefined;
+  const metrics = new Metrics(database.pool, () => services!.relayMessages.backlog(clock.now()), () => hashActivity);
   const relay = await startRelay(config.relay, database.url, database.pool, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),
     metrics,
     // The embedded database has one process and one session: no one else to hear from.
     listen: !database.embedded,
   });
+  services = buildServices({ orm: database.orm, pool: database.pool, clock, logger, config, geo, relayQueue: relay.queue });
   const drain = new Drain();
   const app = buildApp({
     drain,
     orm: database.orm,
     pool: database.pool,
-    geo,
-    relayQueue: relay.queue,
+    services,
     smsReceipts: relay.smsReceipts,
     metrics,
     config,
@@ -107,7 +108,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
       ? []
       : [
           new BlacklistJob(
-            blacklistSnapshots(database.pool, clock, config.blacklistHistory),
+            services.snapshots,
             clock,
             config.blacklistIntervalMs,
             logger,

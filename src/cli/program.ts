@@ -10,25 +10,31 @@ import { ReputationRepository } from '../reputation/repository.js';
 import { BULK_REPORT_MAX_BYTES, BULK_REPORT_MAX_LINES, ReputationService } from '../reputation/service.js';
 import { ROLES, type Role } from '../roles.js';
 import { createLogger } from '../logging.js';
-import { KeyService } from '../keys/service.js';
-import { Whitelist } from '../reputation/whitelist.repository.js';
-import { blacklistSnapshots } from '../blacklist/repository.js';
 import { checkZone, writeDnsblFile } from '../blacklist/dnsbl.js';
 import { systemClock } from '../clock.js';
-import { BundleLedger, bundleBalance } from '../relay/ledger.repository.js';
+import type { Logger } from 'pino';
+import type { GeoIp } from '../geo/geoip.js';
+import { buildServices, type Services } from '../services.js';
+import { bundleBalance } from '../relay/ledger.repository.js';
 import { BUNDLES } from '../relay/policy.js';
-import { RelayRepository, type RelayMessageView } from '../relay/repository.js';
+import type { RelayMessageView } from '../relay/repository.js';
 import { writeFile } from 'node:fs/promises';
-import { CATALOGUE_TTL_MS, CategoryService, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/service.js';
-import { SmsTemplates, TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
-import { SmsTemplateRepository } from '../relay/delivery/templates.repository.js';
+import { CATALOGUE_TTL_MS, CUSTOM_ID_MAX, CUSTOM_ID_MIN } from '../categories/service.js';
+import { TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
 import { maintainReports } from '../account/purge-job.js';
-import { Bouncers, DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
-import { BouncerRepository, type Bouncer } from '../crowdsec/repository.js';
+import { DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
+import type { Bouncer } from '../crowdsec/repository.js';
 import { escapeUnprintable, printableJson } from '../text.js';
+
+/** For the commands that look no address up: the GeoIP data (seconds to load) is not opened. */
+const NO_GEOIP: GeoIp = {
+  lookup() {
+    throw new Error('internal error: this command did not open the GeoIP data');
+  },
+};
 
 /** Where a run of the command line reads its settings and writes its answers. */
 export interface CliIo {
@@ -62,16 +68,27 @@ export function createProgram(io: CliIo): Command {
     return n;
   }
 
-  async function withDatabase<T>(work: (db: Database) => Promise<T>, migrate?: MigrateMode): Promise<T> {
+  async function withDatabase<T>(work: (db: Database, logger: Logger) => Promise<T>, migrate?: MigrateMode): Promise<T> {
     const config = loadConfig(io.env);
     // The CLI's own logs go to stderr so that stdout carries only the command's answer.
     const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, io.stderr as never);
     const db = await connectDatabase(config, logger, { migrate: migrate ?? (config.migrateOnStart ? 'apply' : 'verify') });
     try {
-      return await work(db);
+      return await work(db, logger);
     } finally {
       await db.close();
     }
+  }
+
+  /**
+   * A command's work with the areas' services (services.ts), built once for it. The GeoIP data
+   * takes a while to load and only the commands that look addresses up open it (`geo`).
+   */
+  async function withServices<T>(work: (services: Services, db: Database) => Promise<T>, options: { geo?: GeoIp; migrate?: MigrateMode } = {}): Promise<T> {
+    return withDatabase(
+      (db, logger) => work(buildServices({ orm: db.orm, pool: db.pool, clock: systemClock, logger, config: loadConfig(io.env), geo: options.geo ?? NO_GEOIP }), db),
+      options.migrate,
+    );
   }
 
   /**
@@ -95,8 +112,8 @@ export function createProgram(io: CliIo): Command {
     .option('--account <id>', 'add the key to this existing account instead', positiveInt)
     .option('--json', 'print one JSON object')
     .action(async (opts: { role: Role; licences?: number; email?: string; account?: number; name?: string; json?: boolean }) => {
-      const created = await withDatabase((db) =>
-        new KeyService(db.orm.em).create({
+      const created = await withServices((s) =>
+        s.keys.create({
           role: opts.role,
           licences: opts.licences,
           email: opts.email,
@@ -119,7 +136,7 @@ export function createProgram(io: CliIo): Command {
     .description('list keys (prefix, account, role, state); never the keys themselves')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const listed = await withDatabase((db) => new KeyService(db.orm.em).list());
+      const listed = await withServices((s) => s.keys.list());
       print(listed, !!opts.json, () =>
         listed
           .map((k) =>
@@ -134,7 +151,7 @@ export function createProgram(io: CliIo): Command {
     .description('revoke a key; it stops working at once')
     .option('--json', 'print a JSON object')
     .action(async (keyId: string, opts: { json?: boolean }) => {
-      const revoked = await withDatabase((db) => new KeyService(db.orm.em).revoke(keyId, systemClock.now()));
+      const revoked = await withServices((s) => s.keys.revoke(keyId, systemClock.now()));
       if (!revoked) {
         io.stderr.write(`no active key ${keyId}\n`);
         io.exitCode = 1;
@@ -150,7 +167,7 @@ export function createProgram(io: CliIo): Command {
     .option('--note <text>', 'why it is whitelisted', '')
     .option('--json', 'print a JSON object')
     .action(async (input: string, opts: { note: string; json?: boolean }) => {
-      const result = await withDatabase((db) => new Whitelist(db.orm.em).add(input, opts.note));
+      const result = await withServices((s) => s.whitelist.add(input, opts.note));
       print(result, !!opts.json, () => (result.added ? `whitelisted ${result.range}` : `${result.range} was already whitelisted`));
     });
 
@@ -159,7 +176,7 @@ export function createProgram(io: CliIo): Command {
     .description('remove an address or range from the whitelist')
     .option('--json', 'print a JSON object')
     .action(async (input: string, opts: { json?: boolean }) => {
-      const result = await withDatabase((db) => new Whitelist(db.orm.em).remove(input));
+      const result = await withServices((s) => s.whitelist.remove(input));
       if (!result.removed) io.exitCode = 1;
       print(result, !!opts.json, () => (result.removed ? `removed ${result.range}` : `${result.range} is not whitelisted`));
     });
@@ -169,7 +186,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the whitelist')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const entries = await withDatabase((db) => new Whitelist(db.orm.em).list());
+      const entries = await withServices((s) => s.whitelist.list());
       print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
     });
 
@@ -186,7 +203,7 @@ export function createProgram(io: CliIo): Command {
       .requiredOption('--bundle <bundleId>', `one of ${Object.keys(BUNDLES).join(', ')}`)
       .option('--json', 'print a JSON object')
       .action(async (opts: { account: number; bundle: string; json?: boolean }) => {
-        const result = await withDatabase((db) => new BundleLedger(db.pool, systemClock).manual(kind, opts.account, opts.bundle));
+        const result = await withServices((s) => s.ledger.manual(kind, opts.account, opts.bundle));
         print({ accountId: opts.account, bundleId: opts.bundle, ...result }, !!opts.json, () =>
           `${name === 'credit' ? 'credited' : 'refunded'} ${opts.bundle}: ${result.channel} balance of account ${opts.account} is ${result.balance}`,
         );
@@ -228,7 +245,7 @@ export function createProgram(io: CliIo): Command {
     .option('--limit <n>', 'how many', positiveInt, 50)
     .option('--json', 'print a JSON array')
     .action(async (opts: { account: number; limit: number; json?: boolean }) => {
-      const rows = await withDatabase((db) => new RelayRepository(db.pool).list(opts.account, Math.min(opts.limit, 10_000)));
+      const rows = await withServices((s) => s.relayMessages.list(opts.account, Math.min(opts.limit, 10_000)));
       print(rows, !!opts.json, () =>
         rows
           .map((m) =>
@@ -243,7 +260,7 @@ export function createProgram(io: CliIo): Command {
     .description('one relay message (the queue_id of its send): each step of its delivery with its time')
     .option('--json', 'print a JSON object')
     .action(async (queueId: string, opts: { json?: boolean }) => {
-      const message = await withDatabase((db) => new RelayRepository(db.pool).get(positiveInt(queueId)));
+      const message = await withServices((s) => s.relayMessages.get(positiveInt(queueId)));
       if (!message) {
         io.exitCode = 1;
         io.stderr.write(`no relay message ${queueId}\n`);
@@ -259,7 +276,7 @@ export function createProgram(io: CliIo): Command {
     .description('list every category with its catalogue and whether it is enabled')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const all = await withDatabase((db) => new CategoryService(db.orm.em, systemClock).all());
+      const all = await withServices((s) => s.categories.all());
       print(all, !!opts.json, () =>
         all.map((c) => `${String(c.id).padStart(4)}  ${c.enabled ? 'on ' : 'off'}  ${c.catalogue.padEnd(6)}  sev ${String(c.severity_level).padStart(2)}  ${c.name}`).join('\n'),
       );
@@ -272,7 +289,7 @@ export function createProgram(io: CliIo): Command {
       .option('--json', 'print a JSON object')
       .action(async (catalogue: string, opts: { json?: boolean }) => {
         if (catalogue !== 'web' && catalogue !== 'custom') throw new InvalidArgumentError('the catalogue is web or custom (core is always on)');
-        const changed = await withDatabase((db) => new CategoryService(db.orm.em, systemClock).setCatalogue(catalogue, enabled));
+        const changed = await withServices((s) => s.categories.setCatalogue(catalogue, enabled));
         print({ catalogue, enabled, changed }, !!opts.json, () =>
           `${changed} ${catalogue} categories ${enabled ? 'enabled' : 'disabled'}; every server process uses the change within ${CATALOGUE_TTL_MS / 1000} s`,
         );
@@ -287,8 +304,8 @@ export function createProgram(io: CliIo): Command {
     .option('--description <text>', 'what it covers', '')
     .option('--json', 'print a JSON object')
     .action(async (id: string, opts: { name: string; severity: number; description: string; json?: boolean }) => {
-      const entry = await withDatabase((db) =>
-        new CategoryService(db.orm.em, systemClock).upsertCustom({ id: positiveInt(id), name: opts.name, description: opts.description, severity: opts.severity }),
+      const entry = await withServices((s) =>
+        s.categories.upsertCustom({ id: positiveInt(id), name: opts.name, description: opts.description, severity: opts.severity }),
       );
       print(entry, !!opts.json, () => `category ${entry.id} (${entry.name}, severity ${entry.severity_level}) is enabled`);
     });
@@ -297,7 +314,7 @@ export function createProgram(io: CliIo): Command {
     .command('disable-one <id>')
     .description('switch one of your own categories off (reports that carry it keep it)')
     .action(async (id: string) => {
-      const done = await withDatabase((db) => new CategoryService(db.orm.em, systemClock).disableCustom(positiveInt(id)));
+      const done = await withServices((s) => s.categories.disableCustom(positiveInt(id)));
       if (!done) io.exitCode = 1;
       io.stdout.write(done ? `category ${id} disabled\n` : `no enabled operator category ${id}\n`);
     });
@@ -309,7 +326,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the templates and their languages')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const rows = await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).list());
+      const rows = await withServices((s) => s.smsTemplates.list());
       print(rows, !!opts.json, () => rows.map((r) => `${r.code.padEnd(22)} ${r.lang}  ${r.builtin ? '(built in) ' : ''}${r.body}`).join('\n'));
     });
 
@@ -317,7 +334,7 @@ export function createProgram(io: CliIo): Command {
     .command('set <code> <lang> <text>')
     .description('add or replace a template text in a language, e.g. set 2fa_login it "Il tuo codice è {code}. Scade tra {expiry}."')
     .action(async (code: string, lang: string, text: string) => {
-      await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).set(code, lang, text));
+      await withServices((s) => s.smsTemplates.set(code, lang, text));
       io.stdout.write(`template ${code} (${lang}) saved; every server process uses it within ${TEMPLATES_TTL_MS / 1000} s\n`);
     });
 
@@ -325,7 +342,7 @@ export function createProgram(io: CliIo): Command {
     .command('remove <code> <lang>')
     .description('remove a template text')
     .action(async (code: string, lang: string) => {
-      const removed = await withDatabase((db) => new SmsTemplates(new SmsTemplateRepository(db.orm.em), systemClock).remove(code, lang));
+      const removed = await withServices((s) => s.smsTemplates.remove(code, lang));
       if (!removed) io.exitCode = 1;
       io.stdout.write(removed ? `removed ${code} (${lang})\n` : `no template ${code} (${lang})\n`);
     });
@@ -352,7 +369,6 @@ export function createProgram(io: CliIo): Command {
     });
 
   const bouncerCommands = program.command('bouncers').description('CrowdSec bouncers: a key each for /crowdsec/v1, with its choice of list');
-  const bouncersIn = (db: Database) => new Bouncers(new BouncerRepository(db.orm.em), new CategoryService(db.orm.em.fork(), systemClock), systemClock);
 
   function score(value: string): number {
     const n = Number(value);
@@ -388,7 +404,7 @@ export function createProgram(io: CliIo): Command {
     .option('--limit <n>', 'at most this many addresses, highest scores first (none: all)', limitOf)
     .option('--json', 'print one JSON object')
     .action(async (name: string, opts: { confidence: number; categories?: number[] | 'all'; limit?: number | 'none'; json?: boolean }) => {
-      const { bouncer, key } = await withDatabase((db) => bouncersIn(db).add(name, bouncerOptions(opts)));
+      const { bouncer, key } = await withServices((s) => s.bouncers.add(name, bouncerOptions(opts)));
       print({ name: bouncer.name, key, prefix: bouncer.keyPrefix, confidence: bouncer.confidence, categories: bouncer.categories, limit: bouncer.limit }, !!opts.json, () =>
         [
           `API key for '${bouncer.name}':`,
@@ -407,7 +423,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the bouncers: name, key prefix, choice of list, last pull, address and user agent')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const listed = await withDatabase((db) => bouncersIn(db).list());
+      const listed = await withServices((s) => s.bouncers.list());
       print(listed, !!opts.json, () => listed.map(bouncerLine).join('\n') || 'no bouncers');
     });
 
@@ -419,7 +435,7 @@ export function createProgram(io: CliIo): Command {
     .option('--limit <n>', 'at most this many addresses (none: all)', limitOf)
     .option('--json', 'print one JSON object')
     .action(async (name: string, opts: { confidence?: number; categories?: number[] | 'all'; limit?: number | 'none'; json?: boolean }) => {
-      const bouncer = await withDatabase((db) => bouncersIn(db).set(name, bouncerOptions(opts)));
+      const bouncer = await withServices((s) => s.bouncers.set(name, bouncerOptions(opts)));
       print(bouncer, !!opts.json, () => bouncerLine(bouncer));
     });
 
@@ -427,7 +443,7 @@ export function createProgram(io: CliIo): Command {
     .command('delete <name>')
     .description('delete a bouncer; its key stops working at once')
     .action(async (name: string) => {
-      const removed = await withDatabase((db) => bouncersIn(db).remove(name));
+      const removed = await withServices((s) => s.bouncers.remove(name));
       if (!removed) io.exitCode = 1;
       io.stdout.write(removed ? `deleted bouncer ${name}\n` : `no bouncer ${name}\n`);
     });
@@ -439,7 +455,7 @@ export function createProgram(io: CliIo): Command {
     .description('score every reported address into a new snapshot now (the server does it every BLACKLIST_INTERVAL_MINUTES)')
     .option('--json', 'print a JSON object')
     .action(async (opts: { json?: boolean }) => {
-      const result = await withDatabase((db) => blacklistSnapshots(db.pool, systemClock, loadConfig(io.env).blacklistHistory).regenerate(consoleProgress(io.stderr)));
+      const result = await withServices((s) => s.snapshots.regenerate(consoleProgress(io.stderr)));
       print(result, !!opts.json, () =>
         result.changed
           ? `new snapshot ${result.snapshotId}: ${result.entries} addresses`
@@ -464,8 +480,8 @@ export function createProgram(io: CliIo): Command {
       const config = loadConfig(io.env);
       const zone = opts.zone === undefined ? config.dnsbl.zone : checkZone(opts.zone);
       const confidence = opts.confidence ?? config.dnsbl.confidence;
-      const written = await withDatabase((db) =>
-        writeDnsblFile(blacklistSnapshots(db.pool, systemClock, config.blacklistHistory), opts.out, { zone, confidence, publicUrl: config.web.publicUrl }),
+      const written = await withServices((s) =>
+        writeDnsblFile(s.snapshots, opts.out, { zone, confidence, publicUrl: config.web.publicUrl }),
       );
       print({ file: opts.out, zone: zone ?? null, confidence, ...written }, !!opts.json, () =>
         `wrote ${written.entries} addresses (confidence >= ${confidence}, snapshot ${written.snapshotId}) to ${opts.out}`,
@@ -541,12 +557,14 @@ export function createProgram(io: CliIo): Command {
     .action(async (file: string, opts: { account: number; reporterIp: string; json?: boolean }) => {
       const config = loadConfig(io.env);
       const progress = consoleProgress(io.stderr);
-      const result = await withDatabase(async (db) => {
+      const result = await withServices(async (s, db) => {
         const account = await new AccountRepository(db.pool).roleOf(opts.account);
         if (!account) throw new Error(`no account ${opts.account}`);
         const caller = { keyId: 'cli', keyName: 'cli', accountId: opts.account, role: account.role, licences: account.licences };
         const geo = await openGeoIp({ ...config.geoip, progress });
-        const reputation = new ReputationService(new ReputationRepository(db.pool), new CategoryService(db.orm.em.fork(), systemClock), geo, systemClock);
+        // Not the services' reputation: an operator's import is neither metered nor gathered for a
+        // group commit, each chunk is written as it is read.
+        const reputation = new ReputationService(new ReputationRepository(db.pool), s.categories, geo, systemClock);
         const step = progress.step(`importing ${file}`, (await stat(file)).size);
         const totals = { stored: 0, refused: 0, errors: [] as { line: number; input: string; error: string }[] };
         for await (const chunk of csvChunks(file)) {
