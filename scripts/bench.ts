@@ -554,7 +554,7 @@ async function costPerMillion(base: string, appPid: number, key: Record<string, 
   const lines = [
     `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores, ${size.addresses.toLocaleString('en')} addresses and ${size.reports.toLocaleString('en')} reports in PostgreSQL.`,
     '',
-    '| Operation | Server CPU (s per million) | PostgreSQL backends (s per million) | Total CPU-seconds per million | Rate here (per s) |',
+    '| Operation | Server CPU (s per million) | PostgreSQL backends (s per million) | Total CPU-seconds per million | Rate here (operations/s) |',
     '|---|---|---|---|---|',
     ...costs.map((c) => `| ${c.name} | ${us(c.nodeUs)} | ${us(c.pgUs)} | ${us(c.nodeUs + c.pgUs)} | ${us(c.rps)} |`),
     '',
@@ -567,7 +567,7 @@ async function costPerMillion(base: string, appPid: number, key: Record<string, 
   // address as the data set measured.
   const check = costs[0]!;
   const report = costs[1]!;
-  const millions = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)}B` : `${Math.round(n / 1e6)}M`);
+  const millions = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)}B` : n >= 1e6 ? `${Math.round(n / 1e6)}M` : `${Math.round(n / 1e3)}k`);
   lines.push(
     '| Deployment | Peak checks/s | Peak reports/s | Server cores (processes) | PostgreSQL cores | Reports kept (365 days) | PostgreSQL data |',
     '|---|---|---|---|---|---|---|',
