@@ -33,18 +33,21 @@ import { rulesHandlers } from './rules/handlers.js';
 import { Rulesets } from './rules/rulesets.js';
 import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
 import { Meter } from './keys/usage.repository.js';
-import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
+import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, WEBHOOKS_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
 import { blacklistHandlers } from './blacklist/handlers.js';
 import { BlacklistService } from './blacklist/service.js';
 import { blacklistSnapshots } from './blacklist/repository.js';
 import { reputationHandlers } from './reputation/handlers.js';
 import { statsHandlers } from './stats/handlers.js';
-import { relayHandlers } from './relay/handlers.js';
+import { relayHandlers, relayWebhookHandlers } from './relay/handlers.js';
+import { stripeHandlers } from './payments/handlers.js';
+import { StripeEvents } from './payments/stripe.js';
+import { webhookBodyParsers } from './http/webhook-bodies.js';
 import { BundleLedger } from './relay/ledger.repository.js';
-import { paymentsRouter } from './relay/payments.js';
+import { PaymentEvents } from './relay/payments.js';
 import type { RelayQueue } from './relay/queue.js';
-import { receiptsRouter } from './relay/receipts.js';
+import { RECEIPT_BODY_LIMIT, SmsReceipts } from './relay/receipts.js';
 import { RelayRepository } from './relay/repository.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { RelayService, relayLimits } from './relay/service.js';
@@ -92,6 +95,12 @@ export const JSON_BODY_LIMIT = 3 * 1024 * 1024;
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
+/** The inbound webhooks' body limits (bytes); the SMS receipts' is RECEIPT_BODY_LIMIT. */
+const WEBHOOK_BODY_LIMITS: Readonly<Record<string, number>> = {
+  [`${WEBHOOKS_BASE}/payments`]: 64 * 1024,
+  [`${WEBHOOKS_BASE}/stripe`]: 256 * 1024,
+};
+
 /** Other bases the API answers under, each rewritten to `/api/v2` before anything else runs. */
 export const PATH_ALIASES: readonly PathAlias[] = [
   // The base path of the ReportedIP clients (Hive, Hive-Light, honeypot-server): they need only
@@ -111,6 +120,8 @@ interface Mounted {
   document: ApiDocument;
   /** The header its operations take a key in (besides the `key` query parameter), if any. */
   keyHeader?: 'x-key' | 'key';
+  /** Its own body parsers, instead of the keyed ones (http/body-limits.ts). */
+  bodies?: RequestHandler[];
   chain: (operationId: AnyOperationId) => RequestHandler[];
   validator?: Partial<Parameters<typeof OpenApiValidator.middleware>[0]>;
 }
@@ -159,8 +170,6 @@ export function buildApp(deps: AppDeps): Express {
     categories,
     reputation,
     relay,
-    ledger,
-    webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
   const bouncerRepository = new BouncerRepository(em);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);
@@ -176,6 +185,11 @@ export function buildApp(deps: AppDeps): Express {
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
     ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist, metering),
+    ...relayWebhookHandlers(
+      new PaymentEvents(ledger, config.payments, clock),
+      new SmsReceipts(deps.smsReceipts, relayMessages, clock, logger, metrics),
+    ),
+    ...stripeHandlers(new StripeEvents(web.stripe, ledger, logger, clock, config.payments.toleranceSeconds)),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };
@@ -205,6 +219,15 @@ export function buildApp(deps: AppDeps): Express {
       },
     },
     { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(bouncers)] },
+    {
+      // The inbound webhooks: authenticated by their providers' signatures on the raw body, in
+      // the handlers; no key, no charge. Providers add fields of their own to a receipt's query.
+      base: WEBHOOKS_BASE,
+      document: api.internal.document,
+      bodies: webhookBodyParsers((path) => WEBHOOK_BODY_LIMITS[path] ?? RECEIPT_BODY_LIMIT),
+      chain: () => [],
+      validator: { validateRequests: { allErrors: true, allowUnknownQueryParameters: true, coerceTypes: false } },
+    },
   ];
 
   const app = express();
@@ -268,16 +291,10 @@ export function buildApp(deps: AppDeps): Express {
     res.type('text/html; charset=utf-8').send(answer.html);
   });
 
-  // Everything outside the APIs' bases: the webhooks and the pages (/, /lookup, /account/…,
-  // with their own form parser, CSRF and CSP, src/web/). An API request never walks their routes.
+  // Everything outside the documents' bases: the pages (/, /lookup, /account/…, with their own
+  // form parser, CSRF and CSP, src/web/). An API or webhook request never walks their routes.
   const site = express.Router({ caseSensitive: true, strict: true });
   site.use(pageHeaders);
-  site.use(paymentsRouter(ledger, config.payments, clock));
-  if (deps.smsReceipts) {
-    const { provider, endpoint } = deps.smsReceipts;
-    site.use(receiptsRouter(provider, endpoint, relayMessages, clock, logger, metrics));
-  }
-  if (web.stripeWebhook) site.use(web.stripeWebhook);
   site.use(web.pages);
   const mountedAt = (path: string) => mounted.find(({ base }) => path.startsWith(`${base}/`));
 
@@ -312,7 +329,12 @@ export function buildApp(deps: AppDeps): Express {
   // up: up to JSON_BODY_LIMIT with a valid key, KEYLESS_BODY_LIMIT without (http/body-limits.ts).
   const bodies = express.Router();
   bodies.use(authenticateBeforeBody(keys, (path) => mountedAt(path)?.keyHeader), ...boundedBodyParsers(JSON_BODY_LIMIT));
-  app.use((req, res, next) => (mountedAt(req.path) ? bodies(req, res, next) : next()));
+  const ownBodies = new Map(mounted.filter((m) => m.bodies).map((m) => [m, express.Router().use(...m.bodies!)]));
+  app.use((req, res, next) => {
+    const m = mountedAt(req.path);
+    if (!m) return next();
+    (ownBodies.get(m) ?? bodies)(req, res, next);
+  });
   for (const { base, document } of mounted) {
     for (const [key, fields] of formArrayFields(document)) {
       const [method, path] = key.split(' ') as [string, string];

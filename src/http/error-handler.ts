@@ -166,7 +166,7 @@ function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<ty
 /** What the relay answers a request without a usable key (the envelope says MESSAGES[401]). */
 const RELAY_MISSING_KEY = 'An API key is required in the X-Key header.';
 
-/** The one place errors become responses: the envelope, or the relay's `{ok, code, message}`. */
+/** The one place errors become responses: the envelope, the relay's and the webhooks' `{ok, code, message}`, or another protocol's. */
 /**
  * `answersOf`: the shape the request's errors are answered in, as its operation's document says
  * (`x-access.answers`); for a request that matched no operation, its base's document's.
@@ -185,8 +185,8 @@ export function errorHandler(logger: Logger, metering: Metering, answersOf: (req
     // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
     const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     const answers = answersOf(req, operationId);
-    // Bouncers have no daily counter: no rate-limit headers for them.
-    if (mapped.status !== 503 && answers !== 'crowdsec') await metering.ensureHeaders(req, res);
+    // Bouncers and webhooks have no daily counter: no rate-limit headers for them.
+    if (mapped.status !== 503 && answers !== 'crowdsec' && answers !== 'webhook') await metering.ensureHeaders(req, res);
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
     if (answers === 'crowdsec' || answers === 'abuseipdb') {
       const { status, body } = protocolError(answers, mapped, res);
@@ -194,8 +194,8 @@ export function errorHandler(logger: Logger, metering: Metering, answersOf: (req
       return;
     }
     res.status(mapped.status);
-    if (answers === 'relay') {
-      const missingKey = mapped.status === 401 && mapped.code === 'missing_api_key';
+    if (answers === 'relay' || answers === 'webhook') {
+      const missingKey = answers === 'relay' && mapped.status === 401 && mapped.code === 'missing_api_key';
       const message = missingKey ? RELAY_MISSING_KEY : (mapped.topLevelMessage ?? mapped.message);
       const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message };
       if (mapped.errors?.length) body.errors = mapped.errors;
