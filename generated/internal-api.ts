@@ -55,7 +55,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The SMS provider, as RELAY_SMS_PROVIDER names it; only the configured one's path exists. */
+                /**
+                 * @description The SMS provider, as RELAY_SMS_PROVIDER names it; only the configured one's path exists.
+                 * @example twilio
+                 */
                 provider: string;
             };
             cookie?: never;
@@ -411,7 +414,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The SMS provider, as RELAY_SMS_PROVIDER names it; only the configured one's path exists. */
+                /**
+                 * @description The SMS provider, as RELAY_SMS_PROVIDER names it; only the configured one's path exists.
+                 * @example twilio
+                 */
                 provider: string;
             };
             cookie?: never;
@@ -455,7 +461,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The SMS provider, as RELAY_SMS_PROVIDER names it; only the configured one's path exists. */
+                /**
+                 * @description The SMS provider, as RELAY_SMS_PROVIDER names it; only the configured one's path exists.
+                 * @example twilio
+                 */
                 provider: string;
             };
             cookie?: never;

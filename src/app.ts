@@ -14,6 +14,7 @@ import { authenticateBeforeBody, guard, siteLimit } from './http/auth.js';
 import { boundedBodyParsers, multipartLimits } from './http/body-limits.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { fieldLocations } from './http/field-locations.js';
 import { FaultBudget } from './http/fault-budget.js';
 import { formArrayFields, formArrays } from './http/form-bodies.js';
 import { requestLogger } from './http/logging.js';
@@ -400,7 +401,8 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`));
   });
-  app.use(errorHandler(logger, metering, answersOf));
+  const documents = [api.document, api.protocols.crowdsec.document, api.protocols.abuseipdb.document, api.internal.document];
+  app.use(errorHandler(logger, metering, answersOf, fieldLocations(documents)));
   return app;
 }
 
