@@ -1,5 +1,6 @@
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
+import { retryDeadlock } from '../db/errors.js';
 import { incidentLogger } from '../logging.js';
 
 /** A job run on a cron schedule, by one process of all those sharing the database. */
@@ -23,6 +24,8 @@ export interface SchedulerOptions {
   cronMonitorIntervalSeconds?: number;
   /** How often an idle worker looks for a sent job (default 10 s). */
   pollingIntervalSeconds?: number;
+  /** How often pg-boss moves what its timekeeper sent onto the jobs' queues (1–45 s; default 5). */
+  cronWorkerIntervalSeconds?: number;
 }
 
 /**
@@ -48,6 +51,7 @@ export class Scheduler {
       max: options.max ?? 2,
       application_name: 'trs-scheduler',
       cronMonitorIntervalSeconds: options.cronMonitorIntervalSeconds ?? 30,
+      cronWorkerIntervalSeconds: options.cronWorkerIntervalSeconds ?? 5,
     });
     const incident = incidentLogger(logger);
     boss.on('error', (err) => incident('error', 'scheduler', err, 'scheduler error'));
@@ -97,14 +101,3 @@ export class Scheduler {
   }
 }
 
-/** Runs `work` again (up to 5 times, 50–250 ms apart) while PostgreSQL ends it for a deadlock. */
-async function retryDeadlock(work: () => Promise<void>): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work();
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== '40P01' || attempt === 5) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-    }
-  }
-}

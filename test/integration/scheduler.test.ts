@@ -20,7 +20,7 @@ const silent = pino({ level: 'silent' });
 /** Two "processes": schedulers that look for due schedules and sent jobs every second. */
 const twoProcesses = async (logger = silent) => {
   const opened = await Promise.all(
-    [0, 1].map(() => Scheduler.open(s.db.url, logger, { max: 1, cronMonitorIntervalSeconds: 1, pollingIntervalSeconds: 1 })),
+    [0, 1].map(() => Scheduler.open(s.db.url, logger, { max: 1, cronMonitorIntervalSeconds: 1, cronWorkerIntervalSeconds: 1, pollingIntervalSeconds: 1 })),
   );
   schedulers.push(...opened);
   return opened;
@@ -46,6 +46,8 @@ describe('the scheduler (pg-boss schedule())', () => {
   it('runs a job its cron makes due on one process of two, and never two runs at once', async () => {
     const [a, b] = await twoProcesses();
     const started: string[] = [];
+    let active = 0;
+    let mostActive = 0;
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     for (const [name, scheduler] of [['a', a!], ['b', b!]] as const) {
@@ -55,16 +57,24 @@ describe('the scheduler (pg-boss schedule())', () => {
         expireInSeconds: 60,
         run: async () => {
           started.push(name);
+          mostActive = Math.max(mostActive, ++active);
           await released;
+          active--;
         },
       });
     }
     await until(() => started.length > 0);
+    // Asked again by both while the run is under way: one run waits (`stately`), none starts.
+    const asked = await Promise.all([a!.runSoon('test-every-minute'), b!.runSoon('test-every-minute')]);
+    expect(asked.filter(Boolean).length).toBeLessThanOrEqual(1);
     // Both processes look for due schedules and jobs every second: for 4 s neither starts a
-    // second run while the first is under way (across a minute boundary one more may wait).
+    // second run while the first is under way.
     await sleep(4_000);
     expect(started).toHaveLength(1);
     release();
+    // Then the waiting one runs, never beside another.
+    await until(() => started.length >= 2);
+    expect(mostActive).toBe(1);
   });
 
   it('a run asked for by both processes at once is made once', async () => {
