@@ -56,7 +56,8 @@ export class RelayQueue {
   ) {}
 
   static async open(url: string, options: QueueOptions, logger: Logger, max = 4): Promise<RelayQueue> {
-    const boss = new PgBoss({ connectionString: url, max, application_name: 'trs-relay', maintenanceIntervalSeconds: 30 });
+    // No timekeeper here: the scheduled jobs' pg-boss (jobs/scheduler.ts) sends what is due.
+    const boss = new PgBoss({ connectionString: url, max, application_name: 'trs-relay', maintenanceIntervalSeconds: 30, schedule: false });
     // pg-boss reports every failed poll; during a database outage that is one incident.
     const incident = incidentLogger(logger);
     boss.on('error', (err) => incident('error', 'relay-queue', err, 'relay queue error'));
