@@ -1,6 +1,6 @@
 /**
- * Makes generated/ from openapi/: for each document (the API, and the CrowdSec and AbuseIPDB
- * protocols) the bundled document (YAML and JSON; the API's with code samples for every
+ * Makes generated/ from openapi/: for each document (the API, the CrowdSec and AbuseIPDB
+ * protocols, and the inbound webhooks') the bundled document (YAML and JSON; the API's with code samples for every
  * operation) and the TypeScript types (openapi-typescript), the API's also copied into the
  * typed client package. With --check it writes nothing and fails when any of them is stale.
  */
@@ -60,6 +60,8 @@ const DOCUMENTS = [
   { root: 'openapi/openapi.yaml', name: 'openapi', types: 'generated/api.ts', samples: true, clientCopy: 'clients/typescript/src/api.ts' },
   { root: 'openapi/crowdsec/openapi.yaml', name: 'crowdsec', types: 'generated/crowdsec-api.ts', samples: false },
   { root: 'openapi/abuseipdb/openapi.yaml', name: 'abuseipdb', types: 'generated/abuseipdb-api.ts', samples: false },
+  // The inbound webhooks (payments, Stripe, SMS receipts): not published, but the same edge.
+  { root: 'openapi/internal/openapi.yaml', name: 'internal', types: 'generated/internal-api.ts', samples: false },
 ] as const;
 
 try {

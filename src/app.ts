@@ -7,13 +7,12 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Orm } from './db/orm.js';
 import { ping, type Pool } from './db/pool.js';
-import type { GeoIp } from './geo/geoip.js';
-import { CategoryService } from './categories/service.js';
 import { categoryHandlers } from './categories/handlers.js';
 import { authenticateBeforeBody, guard, siteLimit } from './http/auth.js';
 import { boundedBodyParsers, multipartLimits } from './http/body-limits.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { fieldLocations } from './http/field-locations.js';
 import { FaultBudget } from './http/fault-budget.js';
 import { formArrayFields, formArrays } from './http/form-bodies.js';
 import { requestLogger } from './http/logging.js';
@@ -23,44 +22,25 @@ import { Drain } from './http/drain.js';
 import { Metering } from './http/metering.js';
 import type { Metrics } from './http/metrics.js';
 import type { AnyOperationId, Handler, Handlers } from './http/types.js';
-import { KeyAuthenticator } from './keys/service.js';
 import { keyHandlers } from './keys/handlers.js';
-import { KeySites } from './keys/sites.repository.js';
 import { notificationHandlers } from './notifications/handlers.js';
-import { NotificationConfigRepository } from './notifications/repository.js';
-import { NotificationConfigs } from './notifications/service.js';
 import { rulesHandlers } from './rules/handlers.js';
-import { Rulesets } from './rules/rulesets.js';
 import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
-import { Meter } from './keys/usage.repository.js';
-import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
+import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, WEBHOOKS_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
 import { blacklistHandlers } from './blacklist/handlers.js';
-import { BlacklistService } from './blacklist/service.js';
-import { blacklistSnapshots } from './blacklist/repository.js';
 import { reputationHandlers } from './reputation/handlers.js';
 import { statsHandlers } from './stats/handlers.js';
-import { relayHandlers } from './relay/handlers.js';
-import { BundleLedger } from './relay/ledger.repository.js';
-import { paymentsRouter } from './relay/payments.js';
-import type { RelayQueue } from './relay/queue.js';
-import { receiptsRouter } from './relay/receipts.js';
-import { RelayRepository } from './relay/repository.js';
+import { relayHandlers, relayWebhookHandlers } from './relay/handlers.js';
+import { stripeHandlers } from './payments/handlers.js';
+import { StripeEvents } from './payments/stripe.js';
+import { webhookBodyParsers } from './http/webhook-bodies.js';
+import { PaymentEvents } from './relay/payments.js';
+import { RECEIPT_BODY_LIMIT, SmsReceipts } from './relay/receipts.js';
 import type { RelayRuntime } from './relay/runtime.js';
-import { RelayService, relayLimits } from './relay/service.js';
-import { SmsTemplates } from './relay/delivery/templates.js';
-import { SmsTemplateRepository } from './relay/delivery/templates.repository.js';
-import { StatsRepository } from './stats/repository.js';
-import { StatsService } from './stats/service.js';
-import { ReputationRepository } from './reputation/repository.js';
-import { BULK_REPORT_MAX_BYTES, ReputationService } from './reputation/service.js';
-import { KeyLastUsed } from './account/last-used.repository.js';
+import { BULK_REPORT_MAX_BYTES } from './reputation/service.js';
 import { abuseipdbHandlers } from './abuseipdb/handlers.js';
-import { AbuseIpdbService } from './abuseipdb/service.js';
-import { Bouncers } from './crowdsec/bouncers.js';
-import { DecisionService } from './crowdsec/decisions.js';
 import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
-import { BouncerRepository } from './crowdsec/repository.js';
 import { buildWeb } from './web/index.js';
 import type { Services } from './services.js';
 
@@ -90,6 +70,12 @@ export const JSON_BODY_LIMIT = 3 * 1024 * 1024;
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
+/** The inbound webhooks' body limits (bytes); the SMS receipts' is RECEIPT_BODY_LIMIT. */
+const WEBHOOK_BODY_LIMITS: Readonly<Record<string, number>> = {
+  [`${WEBHOOKS_BASE}/payments`]: 64 * 1024,
+  [`${WEBHOOKS_BASE}/stripe`]: 256 * 1024,
+};
+
 /** Other bases the API answers under, each rewritten to `/api/v2` before anything else runs. */
 export const PATH_ALIASES: readonly PathAlias[] = [
   // The base path of the ReportedIP clients (Hive, Hive-Light, honeypot-server): they need only
@@ -109,6 +95,8 @@ interface Mounted {
   document: ApiDocument;
   /** The header its operations take a key in (besides the `key` query parameter), if any. */
   keyHeader?: 'x-key' | 'key';
+  /** Its own body parsers, instead of the keyed ones (http/body-limits.ts). */
+  bodies?: RequestHandler[];
   chain: (operationId: AnyOperationId) => RequestHandler[];
   validator?: Partial<Parameters<typeof OpenApiValidator.middleware>[0]>;
 }
@@ -143,8 +131,6 @@ export function buildApp(deps: AppDeps): Express {
     categories: services.categories,
     reputation,
     relay: services.relay,
-    ledger: services.ledger,
-    webhookToleranceSeconds: config.payments.toleranceSeconds,
   });
   const handlers: Handlers = {
     ...categoryHandlers(services.categories),
@@ -157,6 +143,11 @@ export function buildApp(deps: AppDeps): Express {
     ...rulesHandlers(services.rulesets),
     ...crowdsecHandlers(services.decisions),
     ...abuseipdbHandlers(services.abuseipdb, blacklist, metering),
+    ...relayWebhookHandlers(
+      new PaymentEvents(services.ledger, config.payments, clock),
+      new SmsReceipts(deps.smsReceipts, services.relayMessages, clock, logger, metrics),
+    ),
+    ...stripeHandlers(new StripeEvents(web.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };
@@ -186,6 +177,15 @@ export function buildApp(deps: AppDeps): Express {
       },
     },
     { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(services.bouncers)] },
+    {
+      // The inbound webhooks: authenticated by their providers' signatures on the raw body, in
+      // the handlers; no key, no charge. Providers add fields of their own to a receipt's query.
+      base: WEBHOOKS_BASE,
+      document: api.internal.document,
+      bodies: webhookBodyParsers((path) => WEBHOOK_BODY_LIMITS[path] ?? RECEIPT_BODY_LIMIT),
+      chain: () => [],
+      validator: { validateRequests: { allErrors: true, allowUnknownQueryParameters: true, coerceTypes: false } },
+    },
   ];
 
   const app = express();
@@ -249,16 +249,10 @@ export function buildApp(deps: AppDeps): Express {
     res.type('text/html; charset=utf-8').send(answer.html);
   });
 
-  // Everything outside the APIs' bases: the webhooks and the pages (/, /lookup, /account/…,
-  // with their own form parser, CSRF and CSP, src/web/). An API request never walks their routes.
+  // Everything outside the documents' bases: the pages (/, /lookup, /account/…, with their own
+  // form parser, CSRF and CSP, src/web/). An API or webhook request never walks their routes.
   const site = express.Router({ caseSensitive: true, strict: true });
   site.use(pageHeaders);
-  site.use(paymentsRouter(services.ledger, config.payments, clock));
-  if (deps.smsReceipts) {
-    const { provider, endpoint } = deps.smsReceipts;
-    site.use(receiptsRouter(provider, endpoint, services.relayMessages, clock, logger, metrics));
-  }
-  if (web.stripeWebhook) site.use(web.stripeWebhook);
   site.use(web.pages);
   const mountedAt = (path: string) => mounted.find(({ base }) => path.startsWith(`${base}/`));
 
@@ -293,7 +287,12 @@ export function buildApp(deps: AppDeps): Express {
   // up: up to JSON_BODY_LIMIT with a valid key, KEYLESS_BODY_LIMIT without (http/body-limits.ts).
   const bodies = express.Router();
   bodies.use(authenticateBeforeBody(keys, (path) => mountedAt(path)?.keyHeader), ...boundedBodyParsers(JSON_BODY_LIMIT));
-  app.use((req, res, next) => (mountedAt(req.path) ? bodies(req, res, next) : next()));
+  const ownBodies = new Map(mounted.filter((m) => m.bodies).map((m) => [m, express.Router().use(...m.bodies!)]));
+  app.use((req, res, next) => {
+    const m = mountedAt(req.path);
+    if (!m) return next();
+    (ownBodies.get(m) ?? bodies)(req, res, next);
+  });
   for (const { base, document } of mounted) {
     for (const [key, fields] of formArrayFields(document)) {
       const [method, path] = key.split(' ') as [string, string];
@@ -359,7 +358,8 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `No endpoint at ${req.method} ${req.path}. See ${API_BASE}/docs.`));
   });
-  app.use(errorHandler(logger, metering, answersOf));
+  const documents = [api.document, api.protocols.crowdsec.document, api.protocols.abuseipdb.document, api.internal.document];
+  app.use(errorHandler(logger, metering, answersOf, fieldLocations(documents)));
   return app;
 }
 

@@ -5,11 +5,12 @@
  * a body (the envelope, or the relay's `{ok, code, message}`) and headers.
  */
 
-/** Where a bad input was found, as `meta.errors[].location` names it. */
-export type ErrorLocation = 'path' | 'query' | 'header' | 'body';
-
+/**
+ * One bad input, by the name the contract gives it (a parameter or a body field, `ips` or
+ * `ips.3`). Where it was sent (query, path, header, body) is HTTP's business: the edge finds it
+ * in the operation's parameter list (src/http/field-locations.ts) and says it.
+ */
 export interface FieldError {
-  location: ErrorLocation;
   name: string;
   message: string;
 }
@@ -39,6 +40,11 @@ export interface ErrorDetails {
   fields?: FieldError[];
   /** Seconds until the caller may try again. */
   retryAfter?: number;
+  /**
+   * The message only restates `fields[0]` (invalidField): the edge words it with the field's
+   * location, as it words the validator's refusals.
+   */
+  restatesField?: boolean;
 }
 
 export class DomainError extends Error {
@@ -64,12 +70,15 @@ export function sentence(text: string): string {
   return `${trimmed.replace(/\.+$/, '')}.`;
 }
 
-/** One field's bad value: `Invalid request: body field 'ips' must be …` with the field listed. */
-export function invalidField(location: ErrorLocation, name: string, message: string, code?: string): DomainError {
-  const place = location === 'body' ? 'body field' : `${location} parameter`;
-  return new DomainError('invalid_input', sentence(`Invalid request: ${place} '${name}' ${message}`), {
+/**
+ * One field's bad value: `Invalid request: 'ips' must be …` with the field listed; the edge
+ * answers it as `Invalid request: body field 'ips' must be …`.
+ */
+export function invalidField(name: string, message: string, code?: string): DomainError {
+  return new DomainError('invalid_input', sentence(`Invalid request: '${name}' ${message}`), {
     code,
-    fields: [{ location, name, message }],
+    fields: [{ name, message }],
+    restatesField: true,
   });
 }
 
@@ -79,7 +88,7 @@ export const unprocessable = (message: string, fields?: FieldError[], code?: str
  * Defence in depth: a service checks the bounds the document states for what it is given, so
  * that no route around the validator can hand it more.
  */
-export function within(location: ErrorLocation, name: string, value: number, min: number, max: number): number {
-  if (!Number.isInteger(value) || value < min || value > max) throw invalidField(location, name, `must be an integer from ${min} to ${max}`);
+export function within(name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw invalidField(name, `must be an integer from ${min} to ${max}`);
   return value;
 }

@@ -26,6 +26,8 @@ export interface ProtocolDocument {
 export interface ApiArtifacts extends ProtocolDocument {
   /** The documents of the other protocols, each served under its own base path. */
   protocols: { crowdsec: ProtocolDocument; abuseipdb: ProtocolDocument };
+  /** The inbound webhooks (payments, Stripe, SMS receipts) under WEBHOOKS_BASE: not published. */
+  internal: ProtocolDocument;
 }
 
 export const API_BASE = '/api/v2';
@@ -33,6 +35,8 @@ export const API_BASE = '/api/v2';
 export const CROWDSEC_BASE = '/crowdsec/v1';
 /** AbuseIPDB's API v2, under a base of its own. */
 export const ABUSEIPDB_BASE = '/abuseipdb/api/v2';
+/** The inbound webhooks (openapi/internal/). */
+export const WEBHOOKS_BASE = '/webhooks';
 
 function loadDocument(root: string, name: string): ProtocolDocument {
   const json = readFileSync(path.join(root, 'generated', `${name}.json`), 'utf8');
@@ -45,5 +49,6 @@ export function loadApiArtifacts(root = projectRoot): ApiArtifacts {
   return {
     ...loadDocument(root, 'openapi'),
     protocols: { crowdsec: loadDocument(root, 'crowdsec'), abuseipdb: loadDocument(root, 'abuseipdb') },
+    internal: loadDocument(root, 'internal'),
   };
 }

@@ -13,6 +13,7 @@ import { Drain } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from './http/server.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
+import { Scheduler } from './jobs/scheduler.js';
 import { API_BASE, loadApiArtifacts, projectRoot } from './openapi.js';
 import { ApiReference, redoclyCli, referenceFileOf } from './reference.js';
 import { logProgress } from './progress.js';
@@ -103,20 +104,19 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     api,
     reference,
   });
-  const jobs =
-    options.jobs === false
-      ? []
-      : [
-          new BlacklistJob(
-            services.snapshots,
-            clock,
-            config.blacklistIntervalMs,
-            logger,
-            config.dnsbl.file ? { ...config.dnsbl, file: config.dnsbl.file, publicUrl: config.web.publicUrl } : undefined,
-          ),
-          new PurgeJob(database.pool, clock, purgeSettingsOf(config), logger),
-        ];
-  for (const job of jobs) job.start();
+  // The scheduled jobs run on pg-boss schedules: one run across every process sharing the database.
+  const scheduler = options.jobs === false ? undefined : await Scheduler.open(database.url, logger, { max: database.embedded ? 1 : 2 });
+  const blacklistJob = new BlacklistJob(
+    services.snapshots,
+    clock,
+    config.blacklistIntervalMs,
+    logger,
+    config.dnsbl.file ? { ...config.dnsbl, file: config.dnsbl.file, publicUrl: config.web.publicUrl } : undefined,
+  );
+  if (scheduler) {
+    await blacklistJob.start(scheduler);
+    await new PurgeJob(database.pool, clock, purgeSettingsOf(config), logger).start(scheduler);
+  }
 
   const server = createHttpServer(app, options.timeouts);
   await new Promise<void>((resolve, reject) => {
@@ -152,7 +152,8 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
       }
       await drain.finish();
       logger.info('stopping: reports gathered for a group commit written');
-      for (const job of jobs) await job.stop();
+      await scheduler?.stop();
+      await blacklistJob.stop();
       await relay.stop();
       logger.info('stopping: scheduled jobs and relay worker stopped');
       await database.close();

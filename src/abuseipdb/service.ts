@@ -41,7 +41,7 @@ function address(text: string, name: string) {
   const parsed = parseAddress(text.trim());
   if (parsed) return parsed;
   const message = 'must be a valid IPv4 or IPv6 address (e.g. 8.8.8.8 or 2001:4860:4860::8888)';
-  throw new DomainError('invalid_input', sentence(`The ${name} parameter ${message}`), { code: 'invalid_request', fields: [{ location: 'query', name, message }] });
+  throw new DomainError('invalid_input', sentence(`The ${name} parameter ${message}`), { code: 'invalid_request', fields: [{ name, message }] });
 }
 
 /** AbuseIPDB's bulk-report CSV: a header line, then `IP,Categories,ReportDate,Comment`, parsed a line at a time. */
@@ -126,7 +126,7 @@ export class AbuseIpdbService {
     const ids = categoryIds(body.categories);
     if (!ids.length || ids.some((id) => id < 1 || id > ABUSEIPDB_CATEGORY_MAX)) {
       const message = `must be AbuseIPDB category ids from 1 to ${ABUSEIPDB_CATEGORY_MAX}, separated by commas`;
-      throw new DomainError('invalid_input', sentence(`The categories parameter ${message}`), { code: 'invalid_request', fields: [{ location: 'body', name: 'categories', message }] });
+      throw new DomainError('invalid_input', sentence(`The categories parameter ${message}`), { code: 'invalid_request', fields: [{ name: 'categories', message }] });
     }
     const { data: stored, usage } = await this.reputation.report(caller, reporterIp, { ip: body.ip, categories: ids, comment: body.comment }, payer);
     return { data: { data: { ipAddress: stored.ip, abuseConfidenceScore: stored.abuseConfidencePercentage } }, usage };

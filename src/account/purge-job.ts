@@ -12,10 +12,10 @@ import { AccountRepository, UNVERIFIED_ACCOUNT_DAYS } from './repository.js';
 import { AuditTrail } from '../audit/repository.js';
 import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
+import type { Scheduler } from '../jobs/scheduler.js';
 
 /** Any stable number: the advisory lock that lets one process purge at a time. */
 const PURGE_LOCK = 7_260_112_019;
-const EVERY_MS = 60 * 60_000;
 
 export interface Purged {
   sessions: number;
@@ -105,10 +105,15 @@ export async function maintainReports(pool: Pool, clock: Clock, config: Pick<Pur
   return { created, ...expired };
 }
 
-export class PurgeJob {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+/** The pg-boss queue (and schedule) of the hourly purge. */
+export const PURGE_QUEUE = 'trs-hourly-purge';
 
+/**
+ * The purge and the reports' partitions, hourly at minute 0 and when a process starts (at most
+ * once a clock hour however many start), by one process of all: a pg-boss schedule (src/jobs/scheduler.ts). The purge's advisory lock
+ * stays, for `trs accounts purge` run beside the servers.
+ */
+export class PurgeJob {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
@@ -116,22 +121,17 @@ export class PurgeJob {
     private readonly logger: Logger,
   ) {}
 
-  start(): void {
-    const tick = () => {
-      this.running ??= purgeAccounts(this.pool, this.clock, this.config)
-        .then((purged) => purged && this.logger.info({ purged }, 'account data purged'))
-        .then(() => maintainReports(this.pool, this.clock, this.config))
-        .then((reports) => (reports.created.length || reports.partitions.length || reports.reports) && this.logger.info({ reports }, 'report partitions maintained'))
-        .catch((err: unknown) => this.logger.error({ err }, 'account purge failed'))
-        .finally(() => (this.running = undefined));
-    };
-    tick();
-    this.timer = setInterval(tick, EVERY_MS);
-    this.timer.unref();
+  async start(scheduler: Scheduler): Promise<void> {
+    await scheduler.add({ name: PURGE_QUEUE, cron: '0 * * * *', expireInSeconds: 60 * 60, run: () => this.run() });
+    await scheduler.runSoon(PURGE_QUEUE, { oncePerSeconds: 60 * 60 });
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  /** One run: what has outlived its use purged, the partitions maintained; failures logged. */
+  async run(): Promise<void> {
+    await purgeAccounts(this.pool, this.clock, this.config)
+      .then((purged) => purged && this.logger.info({ purged }, 'account data purged'))
+      .then(() => maintainReports(this.pool, this.clock, this.config))
+      .then((reports) => (reports.created.length || reports.partitions.length || reports.reports) && this.logger.info({ reports }, 'report partitions maintained'))
+      .catch((err: unknown) => this.logger.error({ err }, 'account purge failed'));
   }
 }

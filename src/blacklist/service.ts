@@ -100,7 +100,7 @@ type Query = Awaited<ReturnType<BlacklistService['resolve']>>;
 const strong = (tag: string) => tag.trim().replace(/^W\//, '');
 
 const refuseCombination = (name: string, message: string, detail: string) =>
-  new DomainError('unprocessable', message, { code: 'invalid_combination', fields: [{ location: 'query', name, message: detail }] });
+  new DomainError('unprocessable', message, { code: 'invalid_combination', fields: [{ name, message: detail }] });
 
 const single = (ip: string): Net => {
   const version = ip.includes(':') ? 6 : 4;
@@ -149,15 +149,15 @@ export class BlacklistService {
     const unknown = categories.filter((id) => !known.has(id));
     if (unknown.length) {
       const message = `unknown threat-category id${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (see GET /categories)`;
-      throw new DomainError('unprocessable', sentence(`Invalid category filter: ${message}`), { code: 'unknown_category', fields: [{ location: 'query', name: 'category', message }] });
+      throw new DomainError('unprocessable', sentence(`Invalid category filter: ${message}`), { code: 'unknown_category', fields: [{ name: 'category', message }] });
     }
     return categories;
   }
 
   /** The query as the list reads it: aliases resolved, category ids checked, combinations refused. */
   private async resolve(params: ListParams, variant: ListVariant) {
-    const confidence = inRange('query', 'confidence', params.confidence_minimum ?? params.confidenceMinimum ?? params.confidence ?? DEFAULT_CONFIDENCE, 0, 100);
-    const limit = inRange('query', 'limit', params.limit ?? DEFAULT_LIMIT, 1, LIMIT_MAX);
+    const confidence = inRange('confidence', params.confidence_minimum ?? params.confidenceMinimum ?? params.confidence ?? DEFAULT_CONFIDENCE, 0, 100);
+    const limit = inRange('limit', params.limit ?? DEFAULT_LIMIT, 1, LIMIT_MAX);
     const categories = await this.categoryFilter(params.category);
     const format: ListFormat = variant === 'git' ? 'txt' : (params.format ?? 'json');
     const aggregate = params.aggregate ?? false;
@@ -222,7 +222,7 @@ export class BlacklistService {
     const wanted = strong(since);
     const base = (await this.snapshots.kept()).find((head) => this.tag(head, query) === wanted);
     if (base) return base;
-    throw new DomainError('gone', `The list ${wanted} is no longer kept; fetch the whole list again without since.`, { code: 'snapshot_expired', fields: [{ location: 'query', name: 'since', message: 'names no list kept for these parameters' }] });
+    throw new DomainError('gone', `The list ${wanted} is no longer kept; fetch the whole list again without since.`, { code: 'snapshot_expired', fields: [{ name: 'since', message: 'names no list kept for these parameters' }] });
   }
 
   /** Passes the rendered chunks on, keeping a small list whole for the next request. */

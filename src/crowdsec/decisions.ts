@@ -293,8 +293,7 @@ export interface PullRecord {
 }
 
 const invalid = (name: string, value: string, what: string) =>
-  new DomainError('invalid_input', `'${value}' is not ${what} (query parameter ${name}).`, { code: 'invalid_request', fields: [{
-    location: 'query',
+  new DomainError('invalid_input', `'${value}' is not ${what} (${name}).`, { code: 'invalid_request', fields: [{
     name,
     message: `must be ${what}`,
   }] });

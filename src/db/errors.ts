@@ -79,3 +79,19 @@ export function connectionProblem(err: unknown, url: string): Error {
   }
   return new Error(text, { cause: err });
 }
+
+/**
+ * Runs `work` again (up to 5 times, 50–250 ms apart) while PostgreSQL ends it for a deadlock:
+ * for schema changes that processes starting together make together (pg-boss attaches a
+ * partition of its job table for each queue it creates), where the loser only has to retry.
+ */
+export async function retryDeadlock<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '40P01' || attempt === 5) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}

@@ -59,9 +59,10 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as 
 
 /**
  * The shapes errors are answered in: the envelope `{meta, data}`; the relay's `{ok, code,
- * message}`; CrowdSec's LAPI `{message}`; AbuseIPDB's `{errors: [...]}`.
+ * message}`; CrowdSec's LAPI `{message}`; AbuseIPDB's `{errors: [...]}`; the inbound webhooks'
+ * `{ok: false, code, message}` (the relay's, without its key texts).
  */
-export const ANSWERS = ['envelope', 'relay', 'crowdsec', 'abuseipdb'] as const;
+export const ANSWERS = ['envelope', 'relay', 'crowdsec', 'abuseipdb', 'webhook'] as const;
 export type Answers = (typeof ANSWERS)[number];
 
 /** The shape a document answers errors in (its root `x-access.answers`): for any request under its base. */

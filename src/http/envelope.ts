@@ -1,11 +1,11 @@
 import type { Response } from 'express';
-import type { FieldError } from '../errors.js';
+import type { LocatedFieldError } from './errors.js';
 
 export interface Meta {
   success: boolean;
   code: number;
   message?: string;
-  errors?: FieldError[];
+  errors?: LocatedFieldError[];
 }
 
 /** Sends `{meta, data}` with status 200 (or `code`). */
@@ -20,7 +20,7 @@ export function sendData<T>(res: Response, data: T, message?: string, code = 200
  * the `message` at the top level too, where the ReportedIP clients read (and show) them. The
  * top-level message is meta.message, or `topLevelMessage` where that says more (the 401's hint).
  */
-export function errorBody(status: number, message: string, code: string, errors?: FieldError[], data?: unknown, topLevelMessage?: string) {
+export function errorBody(status: number, message: string, code: string, errors?: LocatedFieldError[], data?: unknown, topLevelMessage?: string) {
   const meta: Meta = { success: false, code: status, message };
   if (errors?.length) meta.errors = errors;
   return { meta, data: data ?? null, code, message: topLevelMessage ?? message };

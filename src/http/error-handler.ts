@@ -2,8 +2,9 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Answers } from './access.js';
 import { errorBody } from './envelope.js';
-import { DomainError, sentence, type ErrorKind, type ErrorLocation, type FieldError } from '../errors.js';
-import { ApiError, errorCode, MESSAGES } from './errors.js';
+import { DomainError, sentence, type ErrorKind } from '../errors.js';
+import { ApiError, errorCode, MESSAGES, type ErrorLocation, type LocatedFieldError } from './errors.js';
+import type { Locate } from './field-locations.js';
 import type { Metering } from './metering.js';
 import { QuotaExceeded } from '../keys/quota.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
@@ -49,7 +50,7 @@ const PLACE: Record<ErrorLocation, string> = {
   body: 'body field',
 };
 
-function describe(errors: FieldError[]): string {
+function describe(errors: LocatedFieldError[]): string {
   const first = errors[0];
   if (!first) return 'The request does not match the API description.';
   const where = first.name === '(whole)' || first.name === '(body)' ? 'the request body' : `${PLACE[first.location]} '${first.name}'`;
@@ -57,7 +58,7 @@ function describe(errors: FieldError[]): string {
   return sentence(`Invalid request: ${where} ${first.message.replace(/\.+$/, '')}${more}`);
 }
 
-function validatorFieldErrors(err: ValidatorError): FieldError[] {
+function validatorFieldErrors(err: ValidatorError): LocatedFieldError[] {
   return (err.errors ?? []).map((e) => {
     const { location, name } = fieldOf(e.path);
     const message = e.message.replace(/^must /, 'must ');
@@ -68,7 +69,7 @@ function validatorFieldErrors(err: ValidatorError): FieldError[] {
 interface Mapped {
   status: number;
   message: string;
-  errors?: FieldError[];
+  errors?: LocatedFieldError[];
   data?: Record<string, unknown>;
   headers?: Record<string, string>;
   code?: string;
@@ -89,17 +90,23 @@ const STATUS_OF: Record<ErrorKind, number> = {
   unavailable: 503,
 };
 
-function fromDomain(err: DomainError): Mapped {
-  const { code, fields, retryAfter } = err.details;
+/**
+ * A domain error names its fields as the contract does; the edge says where each was sent (the
+ * operation's parameter list), and words a refusal of one field as it words the validator's.
+ */
+function fromDomain(err: DomainError, located: (name: string) => ErrorLocation): Mapped {
+  const { code, fields, retryAfter, restatesField } = err.details;
   const status = STATUS_OF[err.kind];
   const headers = retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) };
   // A quota's 429 carries the specification's text and `data.retryAfter`; a throttle says its own.
   if (status === 429 && code === undefined) return { status, message: MESSAGES[429], data: { retryAfter }, headers };
-  return { status, message: err.message, code, errors: fields, headers };
+  const errors = fields?.map((field) => ({ location: located(field.name), ...field }));
+  const message = restatesField && errors?.length ? describe(errors) : err.message;
+  return { status, message, code, errors, headers };
 }
 
-function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<typeof incidentLogger>): Mapped {
-  if (err instanceof DomainError) return fromDomain(err);
+function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<typeof incidentLogger>, located: (name: string) => ErrorLocation): Mapped {
+  if (err instanceof DomainError) return fromDomain(err, located);
   if (err instanceof ApiError) {
     return { status: err.status, message: err.message, ...err.options };
   }
@@ -166,27 +173,27 @@ function map(err: unknown, req: Request, logger: Logger, incident: ReturnType<ty
 /** What the relay answers a request without a usable key (the envelope says MESSAGES[401]). */
 const RELAY_MISSING_KEY = 'An API key is required in the X-Key header.';
 
-/** The one place errors become responses: the envelope, or the relay's `{ok, code, message}`. */
+/** The one place errors become responses: the envelope, the relay's and the webhooks' `{ok, code, message}`, or another protocol's. */
 /**
  * `answersOf`: the shape the request's errors are answered in, as its operation's document says
  * (`x-access.answers`); for a request that matched no operation, its base's document's.
  */
-export function errorHandler(logger: Logger, metering: Metering, answersOf: (req: Request, operationId: string | undefined) => Answers) {
+export function errorHandler(logger: Logger, metering: Metering, answersOf: (req: Request, operationId: string | undefined) => Answers, locate: Locate) {
   // A database outage fails every request at once: one log line per incident, not per request.
   const incident = incidentLogger(logger);
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     // A refused charge: the counter's headers from its usage, and 429.
     if (err instanceof QuotaExceeded && !res.headersSent) err = metering.refused(res, err);
-    const mapped = map(err, req, req.log ?? logger, incident);
+    // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
+    const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    const mapped = map(err, req, req.log ?? logger, incident, (name) => locate(operationId, name));
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    // Errors raised before routing (a body too large, malformed JSON) have no operation yet.
-    const operationId = res.locals.operationId ?? (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     const answers = answersOf(req, operationId);
-    // Bouncers have no daily counter: no rate-limit headers for them.
-    if (mapped.status !== 503 && answers !== 'crowdsec') await metering.ensureHeaders(req, res);
+    // Bouncers and webhooks have no daily counter: no rate-limit headers for them.
+    if (mapped.status !== 503 && answers !== 'crowdsec' && answers !== 'webhook') await metering.ensureHeaders(req, res);
     for (const [name, value] of Object.entries(mapped.headers ?? {})) res.setHeader(name, value);
     if (answers === 'crowdsec' || answers === 'abuseipdb') {
       const { status, body } = protocolError(answers, mapped, res);
@@ -194,8 +201,8 @@ export function errorHandler(logger: Logger, metering: Metering, answersOf: (req
       return;
     }
     res.status(mapped.status);
-    if (answers === 'relay') {
-      const missingKey = mapped.status === 401 && mapped.code === 'missing_api_key';
+    if (answers === 'relay' || answers === 'webhook') {
+      const missingKey = answers === 'relay' && mapped.status === 401 && mapped.code === 'missing_api_key';
       const message = missingKey ? RELAY_MISSING_KEY : (mapped.topLevelMessage ?? mapped.message);
       const body: Record<string, unknown> = { ok: false, code: errorCode(mapped.status, mapped.code), message };
       if (mapped.errors?.length) body.errors = mapped.errors;

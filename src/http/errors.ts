@@ -1,5 +1,13 @@
 import type { FieldError } from '../errors.js';
 
+/** Where a bad input was sent, as `meta.errors[].location` names it: the edge's to say. */
+export type ErrorLocation = 'path' | 'query' | 'header' | 'body';
+
+/** A bad input as answered: the domain's field error and where it was sent. */
+export interface LocatedFieldError extends FieldError {
+  location: ErrorLocation;
+}
+
 /**
  * An error of the HTTP edge meant for the caller (authentication, paths, the validator's): the
  * central error handler turns it into the envelope (or the relay error body). The domain throws
@@ -11,7 +19,7 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly options: {
-      errors?: FieldError[];
+      errors?: LocatedFieldError[];
       data?: Record<string, unknown>;
       headers?: Record<string, string>;
       /** The machine-readable error code; without one, the status's default (ERROR_CODES). */

@@ -1,5 +1,6 @@
 import type { Response } from 'express';
-import { sentence, type FieldError } from '../errors.js';
+import { sentence } from '../errors.js';
+import type { LocatedFieldError } from './errors.js';
 
 /**
  * The other protocols answer errors in their own shapes: CrowdSec's LAPI `{"message": …}`,
@@ -15,7 +16,7 @@ export const ABUSEIPDB_AUTHENTICATION_FAILED =
 export interface ErrorAnswer {
   status: number;
   message: string;
-  errors?: FieldError[];
+  errors?: LocatedFieldError[];
 }
 
 /** The status and body of an error in a protocol's shape. */

@@ -2,9 +2,10 @@ import type { Request, Response } from 'express';
 import type { operations as apiOperations } from '../../generated/api.js';
 import type { operations as abuseipdbOperations } from '../../generated/abuseipdb-api.js';
 import type { operations as crowdsecOperations } from '../../generated/crowdsec-api.js';
+import type { operations as internalOperations } from '../../generated/internal-api.js';
 
-/** The operations of every document the server answers: /api/v2 and the other protocols'. */
-type Operations = apiOperations & abuseipdbOperations & crowdsecOperations;
+/** The operations of every document the server answers: /api/v2, the other protocols' and the webhooks'. */
+type Operations = apiOperations & abuseipdbOperations & crowdsecOperations & internalOperations;
 export type AnyOperationId = keyof Operations;
 
 type Op<K extends AnyOperationId> = Operations[K];

@@ -3,17 +3,22 @@ import { writeDnsblFile } from '../blacklist/dnsbl.js';
 import type { BlacklistSnapshots } from '../blacklist/repository.js';
 import type { Clock } from '../clock.js';
 import { incidentLogger } from '../logging.js';
+import type { Scheduler } from './scheduler.js';
+
+/** The pg-boss queue (and schedule) of the regeneration. */
+export const BLACKLIST_QUEUE = 'trs-blacklist-regeneration';
 
 /**
- * Regenerates the blacklist every `intervalMs`, exactly once across all server processes:
- * each process wakes up at most every minute, and the one that takes the advisory lock
- * regenerates when the newest snapshot was last generated or checked an interval ago. The
- * lock is transaction-scoped, taken inside the regeneration's own transaction, so it holds
- * behind a transaction-mode pooler too.
+ * Regenerates the blacklist every `intervalMs`, exactly once across all server processes: a
+ * pg-boss schedule sends a run every minute, taken by one process of all (src/jobs/scheduler.ts),
+ * which regenerates when the newest snapshot was last generated or checked an interval ago.
+ * The scheduled regeneration also takes an advisory lock inside its own transaction (it holds
+ * behind a transaction-mode pooler too), so a run outliving its job's expiry (30 minutes) never
+ * overlaps the next one.
  */
 export class BlacklistJob {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private exporting: Promise<unknown> | undefined;
 
   constructor(
     private readonly snapshots: BlacklistSnapshots,
@@ -27,25 +32,45 @@ export class BlacklistJob {
   /** The snapshot this process last wrote DNSBL_FILE from. */
   private dnsblWritten: number | undefined;
 
-  start(): void {
-    // During a database outage every tick fails the same way: one line per incident. The next
-    // tick after the database is back regenerates by itself.
+  /**
+   * Registers the regeneration on the scheduler (pg-boss `schedule()`, every minute, one
+   * process of all takes each run; the run regenerates when an interval has passed) and asks
+   * for a first run now. DNSBL_FILE, a file of this process's machine, is looked after by
+   * each process itself: after a run here, and every minute for runs made elsewhere.
+   */
+  async start(scheduler: Scheduler): Promise<void> {
+    // During a database outage every run fails the same way: one line per incident. The next
+    // run after the database is back regenerates by itself.
     const incident = incidentLogger(this.logger, 5 * 60_000);
-    const tick = () => {
-      this.running ??= this.runIfDue()
-        .catch((err: unknown) => incident('error', 'blacklist-job', err, 'blacklist regeneration failed; the next tick tries again'))
-        .then(() => this.exportDnsbl())
-        .catch((err: unknown) => incident('error', 'dnsbl-export', err, 'writing DNSBL_FILE failed; the next tick tries again'))
-        .finally(() => (this.running = undefined));
+    const exportDnsbl = () => {
+      this.exporting ??= this.exportDnsbl()
+        .catch((err: unknown) => incident('error', 'dnsbl-export', err, 'writing DNSBL_FILE failed; the next run tries again'))
+        .finally(() => (this.exporting = undefined));
+      return this.exporting;
     };
-    tick();
-    this.timer = setInterval(tick, Math.min(60_000, this.intervalMs));
-    this.timer.unref();
+    await scheduler.add({
+      name: BLACKLIST_QUEUE,
+      cron: '* * * * *',
+      expireInSeconds: 30 * 60,
+      run: async () => {
+        await this.runIfDue().catch((err: unknown) =>
+          incident('error', 'blacklist-job', err, 'blacklist regeneration failed; the next run tries again'),
+        );
+        await exportDnsbl();
+      },
+    });
+    await scheduler.runSoon(BLACKLIST_QUEUE, { oncePerSeconds: 60 });
+    if (this.dnsbl) {
+      void exportDnsbl();
+      this.timer = setInterval(() => void exportDnsbl(), 60_000);
+      this.timer.unref();
+    }
   }
 
+  /** Stops this process's DNSBL_FILE checks (the scheduler stops the runs). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.running;
+    await this.exporting;
   }
 
   /**

@@ -18,15 +18,15 @@ export const NOTIFICATION_CONFIGS_MAX = 50;
 
 function invalid(err: unknown): never {
   if (err instanceof MessageRuleError) {
-    throw unprocessable(sentence(`Invalid request: ${err.message}`), [{ location: 'body', name: err.field, message: err.message }]);
+    throw unprocessable(sentence(`Invalid request: ${err.message}`), [{ name: err.field, message: err.message }]);
   }
   throw err;
 }
 
-function siteOf(url: string, location: 'body' | 'query'): string {
+function siteOf(url: string): string {
   const site = siteHost(url);
   if (site === undefined) {
-    throw unprocessable(sentence(`Invalid request: ${SITE_URL_RULE}`), [{ location, name: 'site_url', message: SITE_URL_RULE }]);
+    throw unprocessable(sentence(`Invalid request: ${SITE_URL_RULE}`), [{ name: 'site_url', message: SITE_URL_RULE }]);
   }
   return site;
 }
@@ -47,7 +47,7 @@ export class NotificationConfigs {
   ) {}
 
   async save(caller: Caller, input: NotificationConfigInput): Promise<NotificationConfig> {
-    const site = siteOf(input.site_url, 'body');
+    const site = siteOf(input.site_url);
     let recipients: string[];
     let fromName: string;
     let fromEmail: string;
@@ -77,7 +77,7 @@ export class NotificationConfigs {
 
   /** The configuration of a site of the key, or undefined. */
   async get(caller: Caller, siteUrl: string): Promise<NotificationConfig | undefined> {
-    const site = siteOf(siteUrl, 'query');
+    const site = siteOf(siteUrl);
     const row = await this.configs.get(caller.keyId, site);
     if (!row) return undefined;
     return { site_url: row.siteUrl, site, recipients: row.recipients, from_name: row.fromName, from_email: row.fromEmail, updatedAt: row.updatedAt.toISOString() };

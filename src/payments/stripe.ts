@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
-import express, { type Router } from 'express';
 import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -175,33 +174,40 @@ function signatureTime(header: string): number | undefined {
   return stamps.length === 1 ? Number(stamps[0]!.trim().slice(2)) : undefined;
 }
 
+export type StripeOutcome = { ok: true; body: Outcome['body'] } | { ok: false; status: 400 | 404; code: string; message: string };
+
 /**
- * `POST /webhooks/stripe`: Stripe's signature scheme (`Stripe-Signature`), then the ledger. The
- * SDK checks the signature and the event's age; its time is also refused when it lies more than
- * the tolerance (PAYMENT_WEBHOOK_TOLERANCE_SECONDS) in the future, as /webhooks/payments does.
+ * `POST /webhooks/stripe` (openapi/internal/): Stripe's signature scheme (`Stripe-Signature`)
+ * on the raw body as it came, then the ledger. The SDK checks the signature and the event's
+ * age; its time is also refused when it lies more than the tolerance
+ * (PAYMENT_WEBHOOK_TOLERANCE_SECONDS) in the future, as /webhooks/payments does. Without Stripe
+ * configured (no StripePayments) the webhook does not exist.
  */
-export function stripeWebhookRouter(stripe: StripePayments, ledger: BundleLedger, logger: Logger, clock: Clock, toleranceSeconds: number): Router {
-  const router = express.Router({ caseSensitive: true, strict: true });
-  router.post('/webhooks/stripe', express.raw({ type: 'application/json', limit: '256kb' }), async (req, res) => {
-    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const header = req.header('stripe-signature') ?? '';
-    const now = clock.now();
+export class StripeEvents {
+  constructor(
+    private readonly stripe: StripePayments | undefined,
+    private readonly ledger: BundleLedger,
+    private readonly logger: Logger,
+    private readonly clock: Clock,
+    private readonly toleranceSeconds: number,
+  ) {}
+
+  async receive(raw: Buffer, header: string): Promise<StripeOutcome> {
+    const stripe = this.stripe;
+    if (!stripe) return { ok: false, status: 404, code: 'not_found', message: 'Stripe is not configured on this server (STRIPE_SECRET_KEY).' };
+    const now = this.clock.now();
     let event: Stripe.Event;
     try {
-      event = stripe.client.webhooks.constructEvent(raw, header, stripe.webhookSecret, toleranceSeconds, undefined, now.getTime());
+      event = stripe.client.webhooks.constructEvent(raw, header, stripe.webhookSecret, this.toleranceSeconds, undefined, now.getTime());
     } catch {
-      res.status(400).json({ ok: false, code: 'invalid_signature', message: 'The Stripe-Signature header does not match the body, or the event is stale.' });
-      return;
+      return { ok: false, status: 400, code: 'invalid_signature', message: 'The Stripe-Signature header does not match the body, or the event is stale.' };
     }
     const signedAt = signatureTime(header);
-    if (signedAt === undefined || !withinTolerance(signedAt, now, toleranceSeconds)) {
-      res.status(400).json({ ok: false, code: 'stale_event', message: `The event was signed more than ${toleranceSeconds} seconds away from now.` });
-      return;
+    if (signedAt === undefined || !withinTolerance(signedAt, now, this.toleranceSeconds)) {
+      return { ok: false, status: 400, code: 'stale_event', message: `The event was signed more than ${this.toleranceSeconds} seconds away from now.` };
     }
-    const outcome = await handle(stripe, ledger, event, logger);
-    res.status(outcome.status).json(outcome.body);
-  });
-  return router;
+    return { ok: true, body: (await handle(stripe, this.ledger, event, this.logger)).body };
+  }
 }
 
 /** An id Stripe gives as a string or as the expanded object. */

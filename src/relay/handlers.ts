@@ -1,5 +1,8 @@
 import type { Handlers, ResponseOf } from '../http/types.js';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
+import { rawBodyOf, webhookRefusal } from '../http/webhook-bodies.js';
+import type { PaymentEvents } from './payments.js';
+import type { SmsReceipts } from './receipts.js';
 import { relayTierOf, type RelayTier } from './policy.js';
 import type { MailInput, RelayService, SmsInput } from './service.js';
 
@@ -33,5 +36,33 @@ export function relayHandlers(relay: RelayService): Handlers {
       const body: ResponseOf<'sendRelaySms'> = await relay.sendSms(res.locals.caller!, tierOf(res), req.body as SmsInput);
       res.json(body);
     },
+  };
+}
+
+/**
+ * The relay's inbound webhooks (openapi/internal/): the payment provider's bundle events and
+ * the SMS provider's delivery receipts, each checked on its raw body.
+ */
+export function relayWebhookHandlers(payments: PaymentEvents, receipts: SmsReceipts): Handlers {
+  const receipt = async (req: Request<{ provider: string }>, res: Response) => {
+    const at = req.originalUrl.indexOf('?');
+    const outcome = await receipts.receive({
+      provider: req.params.provider,
+      method: req.method,
+      query: at < 0 ? '' : req.originalUrl.slice(at),
+      headers: req.headers,
+      body: rawBodyOf(res).toString('utf8'),
+    });
+    if (!outcome.ok) throw webhookRefusal(outcome);
+    res.json(outcome);
+  };
+  return {
+    async receivePaymentEvent(req, res) {
+      const outcome = await payments.receive(rawBodyOf(res).toString('utf8'), req.header('x-signature'));
+      if (!outcome.ok) throw webhookRefusal(outcome);
+      res.json(outcome);
+    },
+    receiveSmsReceipt: receipt,
+    receiveSmsReceiptQuery: receipt,
   };
 }

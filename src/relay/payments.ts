@@ -1,11 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import express, { type Router } from 'express';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { BundleError, type BundleLedger } from './ledger.repository.js';
+import { BundleError, type Applied, type BundleLedger } from './ledger.repository.js';
 
 /**
- * The payment provider's webhook, outside /api/v2: `POST /webhooks/payments`.
+ * The payment provider's webhook, outside /api/v2: `POST /webhooks/payments` (openapi/internal/).
  *
  * Body: `{"id": "evt_…", "type": "bundle.purchased" | "bundle.refunded", "created": <unix s>,
  *         "data": {"account_id": 42, "bundle_id": "svc_mail_bundle_1000"}}`.
@@ -38,7 +37,7 @@ export function withinTolerance(timestamp: number, now: Date, toleranceSeconds: 
   return Math.abs(now.getTime() / 1000 - timestamp) <= toleranceSeconds;
 }
 
-type Verdict = { ok: true } | { ok: false; status: number; code: string; message: string };
+type Verdict = { ok: true } | { ok: false; status: 400 | 401; code: string; message: string };
 
 export function verifySignature(secret: string, header: string | undefined, rawBody: string, now: Date, toleranceSeconds: number): Verdict {
   const parts = new Map((header ?? '').split(',').map((p) => p.trim().split('=', 2) as [string, string]));
@@ -57,38 +56,43 @@ export function verifySignature(secret: string, header: string | undefined, rawB
   return { ok: true };
 }
 
-export function paymentsRouter(ledger: BundleLedger, config: PaymentsConfig, clock: Clock): Router {
-  const router = express.Router({ caseSensitive: true, strict: true });
-  router.post('/webhooks/payments', express.raw({ type: 'application/json', limit: '64kb' }), async (req, res) => {
-    if (!config.secret) {
-      res.status(503).json({ ok: false, code: 'not_configured', message: 'PAYMENT_WEBHOOK_SECRET is not set on this server.' });
-      return;
-    }
-    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-    const verdict = verifySignature(config.secret, req.header('x-signature'), raw, clock.now(), config.toleranceSeconds);
-    if (!verdict.ok) {
-      res.status(verdict.status).json({ ok: false, code: verdict.code, message: verdict.message });
-      return;
-    }
+export type PaymentOutcome =
+  | { ok: true; duplicate: boolean; channel: Applied['channel']; balance: number }
+  | { ok: false; status: 400 | 401 | 422 | 503; code: string; message: string };
+
+/**
+ * `POST /webhooks/payments` (openapi/internal/): the signature checked on the raw body as it
+ * came, then the event (read again from that raw body, so what is applied is what was signed)
+ * applied to the bundle ledger once.
+ */
+export class PaymentEvents {
+  constructor(
+    private readonly ledger: BundleLedger,
+    private readonly config: PaymentsConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  async receive(raw: string, signature: string | undefined): Promise<PaymentOutcome> {
+    if (!this.config.secret) return { ok: false, status: 503, code: 'not_configured', message: 'PAYMENT_WEBHOOK_SECRET is not set on this server.' };
+    const verdict = verifySignature(this.config.secret, signature, raw, this.clock.now(), this.config.toleranceSeconds);
+    if (!verdict.ok) return verdict as PaymentOutcome;
     let event: z.infer<typeof EVENT>;
     try {
       event = EVENT.parse(JSON.parse(raw));
     } catch {
-      res.status(400).json({ ok: false, code: 'invalid_event', message: 'The body is not a bundle event.' });
-      return;
+      return { ok: false, status: 400, code: 'invalid_event', message: 'The body is not a bundle event.' };
     }
     try {
-      const applied = await ledger.apply({
+      const applied = await this.ledger.apply({
         eventId: event.id,
         kind: event.type === 'bundle.purchased' ? 'purchase' : 'refund',
         accountId: event.data.account_id,
         bundleId: event.data.bundle_id,
       });
-      res.json({ ok: true, duplicate: !applied.applied, channel: applied.channel, balance: applied.balance });
+      return { ok: true, duplicate: !applied.applied, channel: applied.channel, balance: applied.balance };
     } catch (err) {
       if (!(err instanceof BundleError)) throw err;
-      res.status(422).json({ ok: false, code: err.code, message: err.message });
+      return { ok: false, status: 422, code: err.code, message: err.message };
     }
-  });
-  return router;
+  }
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
+import { retryDeadlock } from '../db/errors.js';
 import { listen, listeningConnection, notify } from '../db/notify.js';
 import type { Queryable } from '../db/pool.js';
 import { incidentLogger } from '../logging.js';
@@ -55,7 +56,8 @@ export class RelayQueue {
   ) {}
 
   static async open(url: string, options: QueueOptions, logger: Logger, max = 4): Promise<RelayQueue> {
-    const boss = new PgBoss({ connectionString: url, max, application_name: 'trs-relay', maintenanceIntervalSeconds: 30 });
+    // No timekeeper here: the scheduled jobs' pg-boss (jobs/scheduler.ts) sends what is due.
+    const boss = new PgBoss({ connectionString: url, max, application_name: 'trs-relay', maintenanceIntervalSeconds: 30, schedule: false });
     // pg-boss reports every failed poll; during a database outage that is one incident.
     const incident = incidentLogger(logger);
     boss.on('error', (err) => incident('error', 'relay-queue', err, 'relay queue error'));
@@ -68,9 +70,12 @@ export class RelayQueue {
         retryBackoff: true,
         expireInSeconds: EXPIRE_SECONDS,
       };
-      await boss.createQueue(name, settings);
-      // A queue made by an earlier version keeps its settings unless they are updated.
-      await boss.updateQueue(name, settings);
+      // Processes starting together create the queues together, which may deadlock (db/errors.ts).
+      await retryDeadlock(async () => {
+        await boss.createQueue(name, settings);
+        // A queue made by an earlier version keeps its settings unless they are updated.
+        await boss.updateQueue(name, settings);
+      });
     }
     const queue = new RelayQueue(boss, logger);
     if (options.listen) queue.listener = new Listener(url, (channel) => queue.wake(channel), incident);

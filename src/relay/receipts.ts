@@ -1,4 +1,3 @@
-import express, { type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { ReceiptEndpoint } from './delivery/sms.js';
@@ -6,54 +5,56 @@ import type { RelayRepository } from './repository.js';
 import type { DeliveryMetrics } from './worker.js';
 
 /** A receipt body is a handful of fields; anything larger is not one. */
-const RECEIPT_BODY_LIMIT = '16kb';
+export const RECEIPT_BODY_LIMIT = 16 * 1024;
+
+/** A receipt as it came: its method, the query of its URL, its headers and raw body. */
+export interface ReceivedReceipt {
+  provider: string;
+  method: string;
+  /** `?…` of the request's URL, or ''. */
+  query: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export type ReceiptOutcome =
+  | { ok: true; matched: boolean }
+  | { ok: false; status: 400 | 401 | 404 | 405; code: string; message: string; allow?: string };
 
 /**
- * `/webhooks/sms/<provider>`, outside /api/v2: the configured SMS provider's delivery receipts.
- * Only the configured provider's path exists, with exactly that spelling; a receipt is believed
- * only once its signature verifies against the public URL the provider was given (never the
- * Host of the request, which a caller chooses).
+ * `/webhooks/sms/<provider>` (openapi/internal/): the configured SMS provider's delivery
+ * receipts. Only the configured provider's path exists, with exactly that spelling; a receipt is
+ * believed only once its signature verifies against the public URL the provider was given
+ * (never the Host of the request, which a caller chooses) and the raw body.
  */
-export function receiptsRouter(
-  provider: string,
-  endpoint: ReceiptEndpoint,
-  messages: RelayRepository,
-  clock: Clock,
-  logger: Logger,
-  metrics?: DeliveryMetrics,
-): Router {
-  const router = express.Router({ caseSensitive: true, strict: true });
-  const raw = express.raw({ type: ['application/x-www-form-urlencoded', 'application/json'], limit: RECEIPT_BODY_LIMIT });
-  const path = `/webhooks/sms/${provider}`;
-  const query = (url: string) => {
-    const at = url.indexOf('?');
-    return at < 0 ? '' : url.slice(at);
-  };
-  router.all(path, raw, async (req, res) => {
-    const method = req.method.toUpperCase();
+export class SmsReceipts {
+  constructor(
+    private readonly receipts: { provider: string; endpoint: ReceiptEndpoint } | undefined,
+    private readonly messages: RelayRepository,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly metrics?: DeliveryMetrics,
+  ) {}
+
+  async receive(request: ReceivedReceipt): Promise<ReceiptOutcome> {
+    if (!this.receipts || request.provider !== this.receipts.provider) {
+      return { ok: false, status: 404, code: 'not_found', message: `No SMS provider posts receipts to /webhooks/sms/${request.provider} on this server.` };
+    }
+    const { provider, endpoint } = this.receipts;
+    const method = request.method.toUpperCase();
     if (!(endpoint.methods as readonly string[]).includes(method)) {
-      res.status(405).set('Allow', endpoint.methods.join(', ')).json({ ok: false, code: 'method_not_allowed', message: `Receipts are ${endpoint.methods.join(' or ')} requests.` });
-      return;
+      const allow = endpoint.methods.join(', ');
+      return { ok: false, status: 405, code: 'method_not_allowed', message: `Receipts are ${endpoint.methods.join(' or ')} requests.`, allow };
     }
-    const verdict = endpoint.verify(
-      {
-        method,
-        url: endpoint.url + query(req.originalUrl),
-        headers: req.headers,
-        body: Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '',
-      },
-      clock.now(),
-    );
+    const verdict = endpoint.verify({ method, url: endpoint.url + request.query, headers: request.headers, body: request.body }, this.clock.now());
     if (!verdict.ok) {
-      logger.warn({ provider, code: verdict.code }, 'SMS delivery receipt refused');
-      res.status(verdict.status).json({ ok: false, code: verdict.code, message: verdict.message });
-      return;
+      this.logger.warn({ provider, code: verdict.code }, 'SMS delivery receipt refused');
+      return { ok: false, status: verdict.status, code: verdict.code, message: verdict.message };
     }
-    const matched = await messages.recordReceipt(provider, verdict.receipt, clock.now());
-    if (matched > 0) metrics?.relayOutcomes.inc({ channel: 'sms', outcome: verdict.receipt.status });
-    logger.info({ provider, providerId: verdict.receipt.providerId, status: verdict.receipt.status, matched }, 'SMS delivery receipt');
+    const matched = await this.messages.recordReceipt(provider, verdict.receipt, this.clock.now());
+    if (matched > 0) this.metrics?.relayOutcomes.inc({ channel: 'sms', outcome: verdict.receipt.status });
+    this.logger.info({ provider, providerId: verdict.receipt.providerId, status: verdict.receipt.status, matched }, 'SMS delivery receipt');
     // Providers retry a receipt that is not answered 2xx; one about no message of ours is done too.
-    res.json({ ok: true, matched: matched > 0 });
-  });
-  return router;
+    return { ok: true, matched: matched > 0 };
+  }
 }

@@ -97,7 +97,7 @@ export function relayLimits(config: RelayConfig): RelayLimits {
 const relayError = (kind: ErrorKind, code: string, message: string, retryAfter?: number) => new DomainError(kind, message, { code, retryAfter });
 
 const invalid = (name: string, message: string, code = 'invalid_request') =>
-  unprocessable(sentence(`Invalid request: ${message}`), [{ location: 'body', name, message }], code);
+  unprocessable(sentence(`Invalid request: ${message}`), [{ name, message }], code);
 
 /** The relay's rules are checked here too, whatever checked the request before. */
 function checked<T>(check: () => T): T {

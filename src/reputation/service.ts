@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/pool.js';
 import type { CategoryService } from '../categories/service.js';
 import type { GeoIp } from '../geo/geoip.js';
-import { DomainError, sentence, unprocessable, within } from '../errors.js';
+import { DomainError, invalidField, sentence, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/service.js';
 import { paid, type Metered, type Payer, type Quota, type Usage } from '../keys/quota.js';
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
@@ -168,11 +168,11 @@ export class ReputationService {
     };
   }
 
-  private parse(ip: string, location: 'query' | 'path' | 'body', name = 'ip'): Address {
+  private parse(ip: string, name = 'ip'): Address {
     const parsed = parseAddress(ip.trim());
     if (!parsed) {
       throw new DomainError('invalid_input', `Invalid request: ${name} '${ip}' is not an IPv4 or IPv6 address.`, {
-        fields: [{ location, name, message: 'must be an IPv4 or IPv6 address' }],
+        fields: [{ name, message: 'must be an IPv4 or IPv6 address' }],
       });
     }
     return parsed;
@@ -186,14 +186,14 @@ export class ReputationService {
 
   /** GET /check-public: the lookup and its charge (or, uncharged, its counter) in one statement. */
   async checkPublic(ip: string, verbose: boolean, payer: Payer) {
-    const { usage, aggregate } = await this.aggregatePaid(this.parse(ip, 'query').text, payer);
+    const { usage, aggregate } = await this.aggregatePaid(this.parse(ip).text, payer);
     const score = this.score(aggregate);
     return { data: { ...this.record(aggregate, score), ...(verbose ? { confidenceBreakdown: score.confidenceBreakdown } : {}) }, usage };
   }
 
   /** GET /check: the lookup and its charge in one statement, one round trip. */
   async check(ip: string, options: { verbose: boolean; includeReports: boolean }, payer: Payer): Promise<Metered<FullRecord>> {
-    const parsed = this.parse(ip, 'query');
+    const parsed = this.parse(ip);
     const [{ usage, aggregate }, reports] = await Promise.all([
       this.aggregatePaid(parsed.text, payer),
       options.includeReports ? this.repository.history(parsed.text, CHECK_REPORTS_SHOWN, 0) : undefined,
@@ -215,7 +215,7 @@ export class ReputationService {
    * the read in one statement, one round trip.
    */
   async bulkCheck(entries: string[], payer: Payer) {
-    within('body', 'ips', entries.length, 1, BULK_CHECK_MAX);
+    within('ips', entries.length, 1, BULK_CHECK_MAX);
     const invalid: { ip: string; error: string }[] = [];
     const ips: string[] = [];
     const seen = new Set<string>();
@@ -249,16 +249,16 @@ export class ReputationService {
    * charge answers nothing. `since`: only addresses reported since.
    */
   async checkBlock(network: string, limit: number, payer: Payer, since?: Date) {
-    within('query', 'limit', limit, 1, NETWORK_ADDRESSES_MAX);
+    within('limit', limit, 1, NETWORK_ADDRESSES_MAX);
     const parsed = parseNetwork(network, { prefixRequired: true });
     if (!parsed) {
       const message = 'must be a network in CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/48';
-      throw new DomainError('invalid_input', sentence(`Invalid request: query parameter 'network' ${message}`), { code: 'invalid_request', fields: [{ location: 'query', name: 'network', message }] });
+      throw invalidField('network', message, 'invalid_request');
     }
     const widest = NETWORK_PREFIX_MIN[parsed.version];
     if (parsed.bits < widest) {
       const message = `an IPv${parsed.version} network must be /${widest} to /${parsed.version === 4 ? 32 : 128}`;
-      throw new DomainError('unprocessable', `${parsed.text} is wider than /${widest}; check IPv4 networks from /16 to /32 and IPv6 networks from /48 to /128.`, { code: 'network_too_large', fields: [{ location: 'query', name: 'network', message }] });
+      throw new DomainError('unprocessable', `${parsed.text} is wider than /${widest}; check IPv4 networks from /16 to /32 and IPv6 networks from /48 to /128.`, { code: 'network_too_large', fields: [{ name: 'network', message }] });
     }
     const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
     const units = Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX));
@@ -351,7 +351,7 @@ export class ReputationService {
     const validated = await this.validateReport(input.ip, categoryIds(input.categories), input.comment ?? '');
     if ('field' in validated) {
       throw unprocessable(sentence(`The report was refused: ${validated.message}`), [
-        { location: 'body', name: validated.field, message: validated.message },
+        { name: validated.field, message: validated.message },
       ], validated.code);
     }
     const { stored, usage } = await this.batcher.submit({ ...validated.report, reporter: this.reporter(caller, reporterIp) }, payer);
@@ -419,14 +419,14 @@ export class ReputationService {
    * the last one and, when `shown` > 0, the newest of them.
    */
   async window(ip: string, days: number, shown: number) {
-    within('query', 'maxAgeInDays', days, 1, 365);
-    const parsed = this.parse(ip, 'query', 'ipAddress');
+    within('maxAgeInDays', days, 1, 365);
+    const parsed = this.parse(ip, 'ipAddress');
     return this.repository.since(parsed.text, new Date(this.clock.now().getTime() - days * 86_400_000), shown);
   }
 
   /** Deletes the caller's reports about an address (its score follows from the others at once). */
   async clearReports(caller: Caller, ip: string): Promise<number> {
-    const parsed = this.parse(ip, 'query', 'ipAddress');
+    const parsed = this.parse(ip, 'ipAddress');
     return this.repository.clear(caller.accountId, parsed.text, { epochMs: EPOCH_MS, halfLifeMs: HALF_LIFE_MS });
   }
 
@@ -471,11 +471,11 @@ export class ReputationService {
     const parsed = parseAddress(input.ipAddress.trim());
     if (!parsed) {
       throw new DomainError('invalid_input', `Invalid request: ipAddress '${input.ipAddress}' is not an IPv4 or IPv6 address.`, {
-        fields: [{ location: 'body', name: 'ipAddress', message: 'must be an IPv4 or IPv6 address' }],
+        fields: [{ name: 'ipAddress', message: 'must be an IPv4 or IPv6 address' }],
       });
     }
     const reason = unreportable(parsed);
-    if (reason) throw unprocessable(sentence(`The feedback was refused: ${reason}`), [{ location: 'body', name: 'ipAddress', message: reason }], 'address_not_reportable');
+    if (reason) throw unprocessable(sentence(`The feedback was refused: ${reason}`), [{ name: 'ipAddress', message: reason }], 'address_not_reportable');
     const cleaned = cleanComment(input.reason ?? '');
     const charged: { usage?: Usage } = {};
     const recorded = await this.repository.recordFeedback(
@@ -496,9 +496,9 @@ export class ReputationService {
 
   /** GET /reports/{ip}. */
   async history(ip: string, page: number, perPage: number) {
-    within('query', 'page', page, 1, HISTORY_PAGE_MAX);
-    within('query', 'per_page', perPage, 1, HISTORY_PER_PAGE_MAX);
-    const parsed = this.parse(ip, 'path');
+    within('page', page, 1, HISTORY_PAGE_MAX);
+    within('per_page', perPage, 1, HISTORY_PER_PAGE_MAX);
+    const parsed = this.parse(ip);
     const [aggregate, reports] = await Promise.all([
       this.repository.findOne(parsed.text),
       this.repository.history(parsed.text, perPage, (page - 1) * perPage),
@@ -516,8 +516,8 @@ export class ReputationService {
 
   /** GET /search-public: a full or partial address, a country code, or an ASN. */
   async search(q: string, limit: number) {
-    within('query', 'limit', limit, 1, SEARCH_LIMIT_MAX);
-    within('query', 'q', q.length, 1, SEARCH_QUERY_MAX);
+    within('limit', limit, 1, SEARCH_LIMIT_MAX);
+    within('q', q.length, 1, SEARCH_QUERY_MAX);
     const query = q.trim();
     let found: IpAggregate[] = [];
     const full = parseAddress(query);
@@ -529,7 +529,7 @@ export class ReputationService {
       const number = Number(asn[1]);
       if (number > MAX_ASN) {
         throw new DomainError('invalid_input', `Invalid request: ${query} is not an AS number (they run from 0 to ${MAX_ASN}).`, {
-          fields: [{ location: 'query', name: 'q', message: `an AS number must be at most ${MAX_ASN}` }],
+          fields: [{ name: 'q', message: `an AS number must be at most ${MAX_ASN}` }],
         });
       }
       // The geolocation data holds 32-bit AS numbers below 2^31 only (the rest are private use).

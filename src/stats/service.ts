@@ -86,10 +86,10 @@ export class StatsService {
    */
   async trends(period: Period, category: number | undefined) {
     if (category !== undefined) {
-      within('query', 'category', category, 1, CUSTOM_ID_MAX);
+      within('category', category, 1, CUSTOM_ID_MAX);
       if (!(await this.categories.severities()).has(category)) {
         const message = `unknown threat-category id ${category} (see GET /categories)`;
-        throw unprocessable(sentence(`Invalid category filter: ${message}`), [{ location: 'query', name: 'category', message }], 'unknown_category');
+        throw unprocessable(sentence(`Invalid category filter: ${message}`), [{ name: 'category', message }], 'unknown_category');
       }
     }
     const now = this.clock.now().getTime();

@@ -17,9 +17,8 @@ import type { Pool } from '../db/pool.js';
 import { KeyService } from '../keys/service.js';
 import type { Meter } from '../keys/usage.repository.js';
 import { CheckoutSessions } from '../payments/checkouts.repository.js';
-import { StripePayments, stripeWebhookRouter } from '../payments/stripe.js';
+import { StripePayments } from '../payments/stripe.js';
 import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';
-import type { BundleLedger } from '../relay/ledger.repository.js';
 import type { RelayService } from '../relay/service.js';
 import type { ReputationService } from '../reputation/service.js';
 import type { StatsService } from '../stats/service.js';
@@ -41,9 +40,6 @@ export interface WebParts {
   categories: CategoryService;
   reputation: ReputationService;
   relay: RelayService;
-  ledger: BundleLedger;
-  /** How far from now a payment webhook's signature time may be, either way (PAYMENT_WEBHOOK_TOLERANCE_SECONDS). */
-  webhookToleranceSeconds: number;
 }
 
 /**
@@ -59,8 +55,8 @@ function accountTransport(mail: RelayConfig['mail'], from: string | undefined): 
     : createMailTransport({ smtpUrl: mail.smtpUrl, from: from ?? mail.from, dkim, pooled: false });
 }
 
-/** The pages and the Stripe webhook, built from the app's own services. */
-export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Router | undefined } {
+/** The pages, built from the app's own services, and Stripe's client where configured (its webhook is the app's). */
+export function buildWeb(parts: WebParts): { pages: Router; stripe: StripePayments | undefined } {
   const { pool, clock, logger, web } = parts;
   const mailer = new AccountMailer(accountTransport(parts.relayMail, web.mailFrom), logger);
   const sessions = new Sessions(pool, clock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
@@ -94,5 +90,5 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
       return csrfKey;
     },
   });
-  return { pages, stripeWebhook: stripe && stripeWebhookRouter(stripe, parts.ledger, logger, clock, parts.webhookToleranceSeconds) };
+  return { pages, stripe };
 }

@@ -1,6 +1,6 @@
 /*
  * Dredd hooks, for each document the server answers (TRS_DREDD_DOCUMENT: `openapi`, the API;
- * `crowdsec` or `abuseipdb`, the other protocols). Dredd reads OpenAPI 3 only in part, so these hooks:
+ * `crowdsec` or `abuseipdb`, the other protocols; `internal`, the inbound webhooks). Dredd reads OpenAPI 3 only in part, so these hooks:
  * - prefix every request with the document's base (/api/v2, …), which Dredd does not take from `servers`;
  * - send the key of a suitable role (Dredd ignores security schemes);
  * - stage the error cases they can stage (400, 401, 403) and skip the others, and skip the
@@ -15,7 +15,7 @@ const hooks = require('hooks');
 const DOCUMENT = process.env.TRS_DREDD_DOCUMENT || 'openapi';
 const document = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', `${DOCUMENT}.json`), 'utf8'));
 const keys = JSON.parse(process.env.TRS_KEYS || '{}');
-const BASE = { openapi: '/api/v2', crowdsec: '/crowdsec/v1', abuseipdb: '/abuseipdb/api/v2' }[DOCUMENT];
+const BASE = { openapi: '/api/v2', crowdsec: '/crowdsec/v1', abuseipdb: '/abuseipdb/api/v2', internal: '/webhooks' }[DOCUMENT];
 /** Where each protocol's clients send their key. */
 const KEY_HEADER = { openapi: 'X-Key', crowdsec: 'X-Api-Key', abuseipdb: 'Key' }[DOCUMENT];
 
@@ -215,6 +215,10 @@ hooks.beforeEach((transaction) => {
   const status = String(transaction.expected.statusCode);
   transaction.fullPath = BASE + transaction.fullPath;
   transaction.request.uri = BASE + transaction.request.uri;
+  if (DOCUMENT === 'internal') {
+    if (stageWebhook(transaction, id, status) === false) return;
+    return expectBody(transaction, operation, status);
+  }
   const needsKey = id in ROLE_FOR;
   fillFormBody(transaction, operation);
   // Dredd sends every parameter's example: `since` would ask for a delta from a list never made.
@@ -299,6 +303,11 @@ hooks.beforeEach((transaction) => {
     default:
       return skip(transaction, `no ${status} to stage`);
   }
+  expectBody(transaction, operation, status);
+});
+
+/** Dredd checks the body against the document's own JSON Schema of the response. */
+function expectBody(transaction, operation, status) {
   const response = operation.responses[status];
   const media = response && resolve(response).content;
   const expectedType = String(transaction.expected.headers['Content-Type'] || '').split(';')[0];
@@ -310,7 +319,71 @@ hooks.beforeEach((transaction) => {
     delete transaction.expected.body;
     delete transaction.expected.bodySchema;
   }
-});
+}
+
+/**
+ * The inbound webhooks (openapi/internal/): the contract run's server has a payment webhook
+ * secret (TRS_WEBHOOK: it and an account that may hold bundles), no Stripe and no SMS provider
+ * that posts receipts. Returns false when the transaction is skipped.
+ */
+const WEBHOOK = JSON.parse(process.env.TRS_WEBHOOK || '{}');
+function signPayment(transaction, event) {
+  const raw = JSON.stringify(event);
+  const t = Math.floor(Date.now() / 1000);
+  const mac = require('node:crypto').createHmac('sha256', WEBHOOK.secret).update(`${t}.${raw}`).digest('hex');
+  transaction.request.headers['Content-Type'] = 'application/json';
+  transaction.request.headers['X-Signature'] = `t=${t},v1=${mac}`;
+  transaction.request.body = raw;
+}
+function stageWebhook(transaction, id, status) {
+  const event = (bundle, n) => ({ id: `evt_dredd_${n}_${Date.now()}`, type: 'bundle.purchased', data: { account_id: WEBHOOK.accountId, bundle_id: bundle } });
+  const stripeEvent = { id: 'evt_dredd', object: 'event', type: 'checkout.session.completed' };
+  switch (`${id} ${status}`) {
+    case 'receivePaymentEvent 200':
+      return signPayment(transaction, event('svc_mail_bundle_1000', 200));
+    case 'receivePaymentEvent 422':
+      return signPayment(transaction, event('svc_no_such_bundle', 422));
+    case 'receivePaymentEvent 401':
+      transaction.request.body = JSON.stringify(event('svc_mail_bundle_1000', 401));
+      delete transaction.request.headers['X-Signature'];
+      return;
+    case 'receivePaymentEvent 400':
+    case 'receiveStripeEvent 400':
+      transaction.request.headers['Content-Type'] = 'application/json';
+      transaction.request.body = '{}';
+      return;
+    case 'receiveStripeEvent 404':
+      transaction.request.headers['Content-Type'] = 'application/json';
+      transaction.request.body = JSON.stringify(stripeEvent);
+      return;
+    case 'receiveSmsReceipt 400':
+    case 'receiveSmsReceiptQuery 400':
+      transaction.request.headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      transaction.request.body = id === 'receiveSmsReceipt' ? 'MessageSid=SM1&MessageStatus=delivered' : '';
+      return setPath(transaction, 'sms/twilio', 'sms/twilio-2');
+    case 'receiveSmsReceipt 404':
+    case 'receiveSmsReceiptQuery 404':
+      if (id === 'receiveSmsReceipt') {
+        transaction.request.headers['Content-Type'] = 'application/x-www-form-urlencoded';
+        transaction.request.body = 'MessageSid=SM1&MessageStatus=delivered';
+      }
+      return;
+    case 'receivePaymentEvent 413':
+    case 'receiveStripeEvent 413':
+    case 'receiveSmsReceipt 413':
+      transaction.request.body = JSON.stringify({ padding: 'x'.repeat(300 * 1024) });
+      transaction.request.headers['Content-Type'] = 'application/json';
+      return;
+    case 'receivePaymentEvent 415':
+    case 'receiveStripeEvent 415':
+    case 'receiveSmsReceipt 415':
+      transaction.request.headers['Content-Type'] = 'text/plain';
+      transaction.request.body = 'not a webhook body';
+      return;
+  }
+  skip(transaction, status === '200' ? 'no Stripe or SMS receipts configured in the contract run' : `no ${status} to stage`);
+  return false;
+}
 
 hooks.beforeEachValidation((transaction) => {
   const headers = transaction.real.headers;

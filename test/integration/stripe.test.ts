@@ -243,6 +243,10 @@ describe('POST /webhooks/stripe', () => {
   });
 
   it('leaves the generic signed webhook as it was', async () => {
-    expect((await call(s.origin, '/webhooks/payments', { json: { id: 'x' } })).status).toBe(503);
+    // A well-formed event (the document's validator answers a malformed one with 400 first).
+    const event = { id: 'evt_generic', type: 'bundle.purchased', data: { account_id: 1, bundle_id: 'svc_mail_bundle_1000' } };
+    const res = await call(s.origin, '/webhooks/payments', { json: event });
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ ok: false, code: 'not_configured' });
   });
 });
