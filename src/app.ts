@@ -67,6 +67,8 @@ import { buildWeb } from './web/index.js';
 export interface AppDeps {
   orm: Orm;
   pool: Pool;
+  /** The reads that tolerate replication lag (DATABASE_REPLICA_URL); `pool` when absent. */
+  replicas?: Pool;
   geo: GeoIp;
   /** The relay's queue; undefined where no transport is configured (sends answer 503). */
   relayQueue: RelayQueue | undefined;
@@ -126,6 +128,7 @@ const DOCS_CSP =
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
   const { orm, pool, geo, relayQueue, metrics, config, logger, clock, api } = deps;
+  const replicas = deps.replicas ?? pool;
   const drain = deps.drain ?? new Drain();
   const em = orm.em;
   const lastUsed = new KeyLastUsed(em, clock);
@@ -134,14 +137,14 @@ export function buildApp(deps: AppDeps): Express {
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   const categories = new CategoryService(em, clock);
-  const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, {
+  const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, {
     batching: config.reportBatching ?? { ms: 0, max: 1 },
     quota: meter,
   });
   drain.onStop(() => reputation.close());
-  const snapshots = blacklistSnapshots(pool, clock);
+  const snapshots = blacklistSnapshots(pool, clock, undefined, replicas);
   const sites = new KeySites(pool, clock);
-  const stats = new StatsService(new StatsRepository(pool), categories, snapshots, clock);
+  const stats = new StatsService(new StatsRepository(replicas), categories, snapshots, clock);
   const relayMessages = new RelayRepository(pool);
   const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, new SmsTemplates(new SmsTemplateRepository(em), clock));
   const ledger = new BundleLedger(pool, clock);

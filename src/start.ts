@@ -81,7 +81,8 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
   ]);
   const relayMessages = new RelayRepository(database.pool);
   const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()), () => hashActivity);
-  const relay = await startRelay(config.relay, database.url, database.pool, clock, logger, {
+  // pg-boss and the relay's LISTEN keep session state: the direct URL, never a transaction pooler.
+  const relay = await startRelay(config.relay, database.directUrl, database.pool, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),
     metrics,
     // The embedded database has one process and one session: no one else to hear from.
@@ -92,6 +93,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     drain,
     orm: database.orm,
     pool: database.pool,
+    replicas: database.replicas,
     geo,
     relayQueue: relay.queue,
     smsReceipts: relay.smsReceipts,

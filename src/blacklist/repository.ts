@@ -202,6 +202,8 @@ type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'unique
  */
 export class BlacklistSnapshots {
   private readonly read: Read;
+  /** The newest snapshot the read replicas were seen to hold (they hold each whole or not at all). */
+  private replicaHas = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -209,8 +211,25 @@ export class BlacklistSnapshots {
     private readonly scoreOf: (aggregate: IpAggregate) => number,
     /** Earlier snapshots kept beside the current one (BLACKLIST_HISTORY), for deltas. */
     private readonly history = DEFAULT_HISTORY,
+    /**
+     * Where the entries of a snapshot are read (the read replicas, DATABASE_REPLICA_URL): a
+     * snapshot is written in one transaction, so a replica that has its row has all its entries;
+     * one that lags behind the snapshot a request names is not asked, the primary is.
+     */
+    private readonly reads: Pool = pool,
   ) {
     this.read = readerOf(pool);
+  }
+
+  /** The pool that holds the snapshots `ids` (all of them): the replicas once they have them, else the primary. */
+  private async holding(...ids: number[]): Promise<Pool> {
+    if (this.reads === this.pool) return this.pool;
+    const newest = Math.max(...ids);
+    if (this.replicaHas < newest) {
+      const { rows } = await this.reads.query<{ id: number | null }>({ name: 'blacklist-replica-has', text: 'select max(id) as id from blacklist_snapshots' });
+      this.replicaHas = Math.max(this.replicaHas, rows[0]?.id ?? 0);
+    }
+    return this.replicaHas >= newest ? this.reads : this.pool;
   }
 
   /** The current snapshot. */
@@ -225,7 +244,7 @@ export class BlacklistSnapshots {
   }
 
   async stats(): Promise<BlacklistStats> {
-    const { rows } = await this.pool.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
+    const { rows } = await this.reads.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
       name: 'blacklist-stats',
       text: 'select stats from blacklist_snapshots order by id desc limit 1',
     });
@@ -236,7 +255,7 @@ export class BlacklistSnapshots {
 
   /** Average score per country of the current snapshot. */
   async countryThreat(): Promise<CountryThreat> {
-    const { rows } = await this.pool.query<{ countries: CountryThreat | null }>({
+    const { rows } = await this.reads.query<{ countries: CountryThreat | null }>({
       name: 'blacklist-country-threat',
       text: "select stats->'countries' as countries from blacklist_snapshots order by id desc limit 1",
     });
@@ -262,7 +281,7 @@ export class BlacklistSnapshots {
     const byScore = head.scorePositions[filter.minScore] ?? 0;
     if (!narrowed(filter) || filter.limit >= byScore) return { head, filter, cutoff: Math.min(byScore, filter.limit) };
     const where = filterSql(filter, 4);
-    const { rows } = await this.pool.query<{ position: number }>(
+    const { rows } = await (await this.holding(head.id)).query<{ position: number }>(
       `select e.position from blacklist_entries e
         where e.snapshot_id = $1 and e.position <= $2${where.sql}
         order by e.position offset $3 limit 1`,
@@ -287,7 +306,7 @@ export class BlacklistSnapshots {
 
   private streamColumns<T>(selection: Selection, columns: string, order: Columns['order'] = 'list'): Promise<Streamed<T>> {
     const where = selectionSql(selection, 1);
-    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values);
+    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values, [selection.head.id]);
   }
 
   /**
@@ -306,6 +325,7 @@ export class BlacklistSnapshots {
        select 'added' as change, b.* from b where not exists (select 1 from a where a.key_ip = b.key_ip)
        order by change desc`,
       [...a.values, ...b.values],
+      [from.head.id, to.head.id],
     );
   }
 
@@ -331,13 +351,14 @@ export class BlacklistSnapshots {
         where ${where.sql} and (${ranges.join(' or ') || 'false'})${onBase}
         order by e.position`,
       values,
+      base ? [selection.head.id, base.head.id] : [selection.head.id],
     );
   }
 
   /** Entries of a list whose address lies in `first`..`last` (one address: both the same). */
   async within<K extends EntryColumns>(selection: Selection, first: string, last: string, columns: Columns<K>): Promise<EntryRows[K][]> {
     const where = selectionSql(selection, 3);
-    const { rows } = await this.pool.query<EntryRows[K] & QueryResultRow>(
+    const { rows } = await (await this.holding(selection.head.id)).query<EntryRows[K] & QueryResultRow>(
       `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
         where ${where.sql} and e.ip::inet between $1::inet and $2::inet
         order by e.${ORDER[columns.order ?? 'list']}`,
@@ -346,8 +367,8 @@ export class BlacklistSnapshots {
     return rows;
   }
 
-  private async cursor<T>(text: string, values: unknown[]): Promise<Streamed<T>> {
-    const client = await this.pool.connect();
+  private async cursor<T>(text: string, values: unknown[], snapshots: number[]): Promise<Streamed<T>> {
+    const client = await (await this.holding(...snapshots)).connect();
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
     client.on('error', onError);
@@ -523,6 +544,6 @@ export class BlacklistSnapshots {
 export const DEFAULT_HISTORY = 8;
 
 /** The snapshots of a database, scored the way lookups score. */
-export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY): BlacklistSnapshots {
-  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history);
+export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY, reads: Pool = pool): BlacklistSnapshots {
+  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history, reads);
 }
