@@ -4,6 +4,7 @@ import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { installed } from './tools.js';
 import { freePort } from './processes.js';
 
@@ -22,6 +23,8 @@ export interface PgBouncer {
   through(url: string): string;
   /** The bouncer's log so far. */
   log(): string;
+  /** SHOW STATS of the admin console: transactions and queries each database had through the bouncer. */
+  stats(database: string): Promise<{ transactions: number; queries: number }>;
   stop(): Promise<void>;
 }
 
@@ -77,6 +80,7 @@ export async function startPgBouncer(target: string, options: { poolSize?: numbe
       'max_client_conn = 1000',
       'ignore_startup_parameters = extra_float_digits,statement_timeout',
       'server_reset_query =',
+      `admin_users = ${user}`,
       `logfile = ${logFile}`,
       'log_connections = 0',
       'log_disconnections = 0',
@@ -117,6 +121,17 @@ export async function startPgBouncer(target: string, options: { poolSize?: numbe
       return u.toString();
     },
     log,
+    async stats(database: string) {
+      const admin = new pg.Client({ connectionString: `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/pgbouncer` });
+      await admin.connect();
+      try {
+        const { rows } = await admin.query<{ database: string; total_xact_count: string; total_query_count: string }>('show stats');
+        const row = rows.find((r) => r.database === database);
+        return { transactions: Number(row?.total_xact_count ?? 0), queries: Number(row?.total_query_count ?? 0) };
+      } finally {
+        await admin.end();
+      }
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
