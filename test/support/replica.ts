@@ -44,7 +44,7 @@ export async function startReplica(primaryPort: number): Promise<Replica> {
     if (result.status !== 0) throw new Error(`${path.basename(args[0]!)} failed: ${result.stderr || result.stdout}`);
   };
   const port = await freePort();
-  asPostgres([path.join(bin, 'pg_basebackup'), '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '--no-sync']);
+  asPostgres([path.join(bin, 'pg_basebackup'), '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c hot_standby=on`;
   const start = () => asPostgres([path.join(bin, 'pg_ctl'), 'start', '-D', data, '-l', path.join(dir, 'log'), '-w', '-o', options]);
   start();
