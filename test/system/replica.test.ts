@@ -44,7 +44,7 @@ async function sql<R extends pg.QueryResultRow>(url: string, text: string, value
 
 /** Waits until the replica has replayed everything the primary has written so far. */
 async function caughtUp(): Promise<void> {
-  const [{ lsn }] = await sql<{ lsn: string }>(primaryUrl, 'select pg_current_wal_lsn()::text as lsn');
+  const lsn = (await sql<{ lsn: string }>(primaryUrl, 'select pg_current_wal_lsn()::text as lsn'))[0]!.lsn;
   await eventually(async () => (await sql<{ ok: boolean }>(replica.url(DB), 'select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0]!.ok, 20_000);
 }
 
