@@ -9,6 +9,7 @@ import { blacklistSnapshots } from './blacklist/repository.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { connectDatabase, type Database, type MigrateMode } from './db/connect.js';
+import type { ReplicaPool } from './db/replicas.js';
 import { openGeoIp } from './geo/geoip.js';
 import { Drain } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
@@ -80,7 +81,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     options.database ?? connectDatabase(config, logger, { migrate: options.migrate ?? 'apply' }),
   ]);
   const relayMessages = new RelayRepository(database.pool);
-  const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()), () => hashActivity);
+  const metrics = new Metrics(database.pool, () => relayMessages.backlog(clock.now()), () => hashActivity, (database.replicas as Partial<ReplicaPool>).counts);
   // pg-boss and the relay's LISTEN keep session state: the direct URL, never a transaction pooler.
   const relay = await startRelay(config.relay, database.directUrl, database.pool, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),

@@ -156,6 +156,11 @@ describe('read replicas', () => {
     expect(counts().fallback - before.fallback).toBeGreaterThanOrEqual(15);
     // Once set aside, the dead replica is not asked again until its retry time: no waits per request.
     expect(counts().replica).toBe(before.replica);
+    // The operator sees it in /metrics.
+    const metrics = await (await fetch(`${s.origin}/metrics`)).text();
+    const served = (by: string) => Number(new RegExp(`^trs_db_replica_reads_total\\{answered_by="${by}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    expect(served('primary')).toBe(counts().fallback);
+    expect(served('replica')).toBe(counts().replica);
 
     replica.start();
     await eventually(async () => {
