@@ -25,7 +25,7 @@ export interface ReplicaOptions {
   urls: string[];
   /** Connections per replica. */
   poolMax: number;
-  /** Named prepared statements may be sent (false behind a transaction pooler). */
+  /** Named prepared statements and the statement timeout's startup parameter may be sent (false behind a transaction pooler). */
   prepared: boolean;
   /** The primary's pool, which answers when no replica can. */
   primary: Pool;
@@ -60,7 +60,8 @@ export function replicaPool(options: ReplicaOptions): ReplicaPool {
       max: options.poolMax,
       connectionTimeoutMillis: 2_000,
       idleTimeoutMillis: 30_000,
-      statement_timeout: STATEMENT_TIMEOUT_MS,
+      // Behind a transaction pooler no startup parameter but the pooler's own (as for the primary's pool).
+      ...(options.prepared ? { statement_timeout: STATEMENT_TIMEOUT_MS } : {}),
       application_name: 'trs-replica',
     });
     // An idle connection that dies (the replica stops) must not end the process.

@@ -12,10 +12,10 @@ import { freePort } from './processes.js';
  * A real PgBouncer (Debian's `pgbouncer`) in transaction mode in front of a PostgreSQL server,
  * on a free port with a configuration in a temporary folder, run as `postgres` when the tests
  * run as root (PgBouncer refuses to run as root). What the server needs of it (docs/scaling.md):
- * `pool_mode = transaction`; `ignore_startup_parameters` with `extra_float_digits` (sent by
- * pg) and `statement_timeout` (sent by the direct connections' clients, harmless here); the
- * statement timeout of the server's connections given by `connect_query`, since PgBouncer
- * passes on no startup parameter of a client.
+ * `pool_mode = transaction`; `ignore_startup_parameters = extra_float_digits` (what some
+ * clients send); the statement timeout of the server's connections given by `connect_query`,
+ * since PgBouncer 1.18 refuses a client's `statement_timeout` startup parameter, which the
+ * server therefore does not send through a pooler.
  */
 export interface PgBouncer {
   port: number;
@@ -56,7 +56,19 @@ async function accepting(port: number, timeoutMs: number): Promise<void> {
 }
 
 /** Starts PgBouncer in front of the server `target` names (its host and port; every database). */
-export async function startPgBouncer(target: string, options: { poolSize?: number; statementTimeoutMs?: number } = {}): Promise<PgBouncer> {
+export async function startPgBouncer(
+  target: string,
+  options: {
+    poolSize?: number;
+    statementTimeoutMs?: number;
+    /**
+     * Also drop a client's `statement_timeout` startup parameter instead of refusing the client:
+     * for clients given only DATABASE_URL (the command line a test runs, server processes a
+     * system test starts), which send it as on a direct connection.
+     */
+    tolerant?: boolean;
+  } = {},
+): Promise<PgBouncer> {
   const server = new URL(target);
   const user = decodeURIComponent(server.username || 'postgres');
   const port = await freePort();
@@ -78,7 +90,8 @@ export async function startPgBouncer(target: string, options: { poolSize?: numbe
       'pool_mode = transaction',
       `default_pool_size = ${options.poolSize ?? 20}`,
       'max_client_conn = 1000',
-      'ignore_startup_parameters = extra_float_digits,statement_timeout',
+      // Not statement_timeout, unless tolerant: the server sends none through a pooler.
+      `ignore_startup_parameters = extra_float_digits${options.tolerant ? ',statement_timeout' : ''}`,
       'server_reset_query =',
       `admin_users = ${user}`,
       `logfile = ${logFile}`,
