@@ -3,7 +3,8 @@ import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
 import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import type { IpStats } from '../db/entities/reputation.js';
-import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
+import { readerOf, transaction, withClient, type Connection, type Pool, type Queryable, type Read } from '../db/pool.js';
+import type { ReplicaPool } from '../db/replicas.js';
 import { sql } from '../db/sql.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
 
@@ -202,9 +203,6 @@ type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'unique
  */
 export class BlacklistSnapshots {
   private readonly read: Read;
-  /** The newest snapshot the read replicas were seen to hold (they hold each whole or not at all). */
-  private replicaHas = 0;
-
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
@@ -221,15 +219,21 @@ export class BlacklistSnapshots {
     this.read = readerOf(pool);
   }
 
-  /** The pool that holds the snapshots `ids` (all of them): the replicas once they have them, else the primary. */
-  private async holding(...ids: number[]): Promise<Pool> {
-    if (this.reads === this.pool) return this.pool;
-    const newest = Math.max(...ids);
-    if (this.replicaHas < newest) {
-      const { rows } = await this.reads.query<{ id: number | null }>({ name: 'blacklist-replica-has', text: 'select max(id) as id from blacklist_snapshots' });
-      this.replicaHas = Math.max(this.replicaHas, rows[0]?.id ?? 0);
-    }
-    return this.replicaHas >= newest ? this.reads : this.pool;
+  /**
+   * A connection that holds the snapshots `ids`: a read replica's once it has replayed them (a
+   * snapshot is written in one transaction: its row means all its entries), else the primary's.
+   */
+  private holding(ids: number[]): Promise<Connection> {
+    const reads = this.reads as Pool & Partial<Pick<ReplicaPool, 'connectWhere'>>;
+    if (reads === this.pool || !reads.connectWhere) return this.pool.connect();
+    const unique = [...new Set(ids)];
+    return reads.connectWhere({ text: 'select count(*) = $2 as ok from blacklist_snapshots where id = any($1::int[])', values: [unique, unique.length] });
+  }
+
+  /** `work` on a connection that holds the snapshots `ids` (see `holding`). */
+  private readHolding<T>(ids: number[], work: (client: Connection) => Promise<T>): Promise<T> {
+    // withClient only asks its pool to lend a connection: here, one that holds the snapshots.
+    return withClient({ connect: () => this.holding(ids) } as Pool, work);
   }
 
   /** The current snapshot. */
@@ -281,11 +285,13 @@ export class BlacklistSnapshots {
     const byScore = head.scorePositions[filter.minScore] ?? 0;
     if (!narrowed(filter) || filter.limit >= byScore) return { head, filter, cutoff: Math.min(byScore, filter.limit) };
     const where = filterSql(filter, 4);
-    const { rows } = await (await this.holding(head.id)).query<{ position: number }>(
-      `select e.position from blacklist_entries e
-        where e.snapshot_id = $1 and e.position <= $2${where.sql}
-        order by e.position offset $3 limit 1`,
-      [head.id, byScore, filter.limit - 1, ...where.values],
+    const { rows } = await this.readHolding([head.id], (client) =>
+      client.query<{ position: number }>(
+        `select e.position from blacklist_entries e
+          where e.snapshot_id = $1 and e.position <= $2${where.sql}
+          order by e.position offset $3 limit 1`,
+        [head.id, byScore, filter.limit - 1, ...where.values],
+      ),
     );
     return { head, filter, cutoff: rows[0]?.position ?? byScore };
   }
@@ -358,17 +364,19 @@ export class BlacklistSnapshots {
   /** Entries of a list whose address lies in `first`..`last` (one address: both the same). */
   async within<K extends EntryColumns>(selection: Selection, first: string, last: string, columns: Columns<K>): Promise<EntryRows[K][]> {
     const where = selectionSql(selection, 3);
-    const { rows } = await (await this.holding(selection.head.id)).query<EntryRows[K] & QueryResultRow>(
-      `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
-        where ${where.sql} and e.ip::inet between $1::inet and $2::inet
-        order by e.${ORDER[columns.order ?? 'list']}`,
-      [first, last, ...where.values],
+    const { rows } = await this.readHolding([selection.head.id], (client) =>
+      client.query<EntryRows[K] & QueryResultRow>(
+        `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
+          where ${where.sql} and e.ip::inet between $1::inet and $2::inet
+          order by e.${ORDER[columns.order ?? 'list']}`,
+        [first, last, ...where.values],
+      ),
     );
     return rows;
   }
 
   private async cursor<T>(text: string, values: unknown[], snapshots: number[]): Promise<Streamed<T>> {
-    const client = await (await this.holding(...snapshots)).connect();
+    const client = await this.holding(snapshots);
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
     client.on('error', onError);

@@ -16,8 +16,18 @@ import { STATEMENT_TIMEOUT_MS, type Connection, type Pool } from './pool.js';
  * that breaks while it is read (the replica dies mid-download) fails like one on the primary.
  */
 export interface ReplicaPool extends Pool {
-  /** Reads each replica answered, and reads the primary answered for a replica that failed. */
-  readonly counts: { replica: number; fallback: number };
+  /**
+   * Reads the replicas answered; reads the primary answered for a replica that failed
+   * (`fallback`), or for one that had not replayed what the read needs yet (`behind`).
+   */
+  readonly counts: { replica: number; fallback: number; behind: number };
+  /**
+   * A connection to a replica that has replayed what the read needs (`check`: one row whose
+   * `ok` is true there), else the primary's: for a read that must see a write the caller knows
+   * of (a blacklist snapshot the primary named). The check runs on the connection lent, so the
+   * read sees at least what the check saw.
+   */
+  connectWhere(check: { text: string; values: unknown[] }): Promise<Connection>;
   close(): Promise<void>;
 }
 
@@ -68,7 +78,7 @@ export function replicaPool(options: ReplicaOptions): ReplicaPool {
     pool.on('error', (err) => incident('warn', 'db-replica', err, 'a replica connection failed; it will be replaced'));
     return { url, pool, downUntil: 0 };
   });
-  const counts = { replica: 0, fallback: 0 };
+  const counts = { replica: 0, fallback: 0, behind: 0 };
   let next = 0;
   const pick = (): Replica | undefined => {
     const now = Date.now();
@@ -117,6 +127,29 @@ export function replicaPool(options: ReplicaOptions): ReplicaPool {
           counts.replica++;
           return lent(client, options.prepared);
         } catch (err) {
+          setAside(replica, err);
+        }
+      }
+      if (replicas.length) counts.fallback++;
+      return options.primary.connect();
+    },
+    async connectWhere(check) {
+      const replica = pick();
+      if (replica) {
+        let client: pg.PoolClient | undefined;
+        try {
+          client = await replica.pool.connect();
+          const { rows } = await client.query<{ ok: boolean }>(check.text, check.values);
+          if (rows[0]?.ok) {
+            counts.replica++;
+            return lent(client, options.prepared);
+          }
+          client.release();
+          counts.behind++;
+          return options.primary.connect();
+        } catch (err) {
+          client?.release(err as Error);
+          if (client && !replicaFailed(err)) throw err;
           setAside(replica, err);
         }
       }

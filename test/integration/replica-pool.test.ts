@@ -47,7 +47,27 @@ describe('the replicas pool', () => {
       expect((await client.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }]);
       client.release();
       expect(calls).toEqual([]);
-      expect(pool.counts).toEqual({ replica: 2, fallback: 0 }); // the failed statement is not a read served
+      expect(pool.counts).toEqual({ replica: 2, fallback: 0, behind: 0 }); // the failed statement is not a read served
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('lends a replica connection only where the check holds there, else the primary', async (ctx) => {
+    if (db.embedded) return ctx.skip('needs a PostgreSQL server');
+    const { primary, calls } = fakePrimary();
+    const pool = replicaPool({ urls: [db.url], poolMax: 2, prepared: true, primary, logger: pino({ level: 'silent' }) });
+    try {
+      const held = await pool.connectWhere({ text: 'select $1::int = 1 as ok', values: [1] });
+      expect((await held.query<{ n: number }>('select 2 as n')).rows).toEqual([{ n: 2 }]);
+      held.release();
+      const behind = await pool.connectWhere({ text: 'select $1::int = 1 as ok', values: [0] });
+      expect((await behind.query<{ from: string }>('select 1')).rows).toEqual([{ from: 'primary' }]);
+      expect(calls).toEqual(['connect']);
+      expect(pool.counts).toEqual({ replica: 1, fallback: 0, behind: 1 });
+      // A check that is wrong SQL is the caller's error, not a replica's failure.
+      await expect(pool.connectWhere({ text: 'select nothing_here', values: [] })).rejects.toMatchObject({ code: '42703' });
+      expect(pool.counts).toEqual({ replica: 1, fallback: 0, behind: 1 });
     } finally {
       await pool.close();
     }
@@ -64,7 +84,7 @@ describe('the replicas pool', () => {
       for (let i = 0; i < 5; i++) await pool.query('select 1');
       await pool.connect();
       expect(performance.now() - started).toBeLessThan(100);
-      expect(pool.counts).toEqual({ replica: 0, fallback: 7 });
+      expect(pool.counts).toEqual({ replica: 0, fallback: 7, behind: 0 });
       // The primary's pool gets the statement as it was (it drops names itself behind a pooler).
       expect(calls[0]).toEqual({ name: 'x', text: 'select 1' });
       await new Promise((r) => setTimeout(r, 350));
