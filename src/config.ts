@@ -63,6 +63,16 @@ const schema = z.object({
   TRUST_PROXY: z.string().default('false').transform(parseTrustProxy),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  // Past one PostgreSQL (docs/scaling.md): a transaction pooler, read replicas.
+  DATABASE_DIRECT_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_REPLICA_URL: z
+    .string()
+    .optional()
+    .transform((list) => (list ?? '').split(',').map((url) => url.trim()).filter(Boolean))
+    .refine((urls) => urls.every((url) => /^postgres(ql)?:\/\//.test(url)), 'must be postgres:// or postgresql:// URLs, separated by commas'),
   WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   MIGRATE_ON_START: boolean.default(true),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -237,6 +247,10 @@ export type Config = {
   trustProxy: boolean | number | string[];
   logLevel: (typeof LOG_LEVELS)[number];
   dbPoolMax: number;
+  /** DATABASE_DIRECT_URL: PostgreSQL itself when DATABASE_URL is a transaction pooler (migrations, LISTEN, pg-boss). */
+  databaseDirectUrl: string | undefined;
+  /** DATABASE_REPLICA_URL: read replicas for the reads that tolerate replication lag. */
+  databaseReplicaUrls: string[];
   /** Server processes on this machine (node:cluster); 1 runs in this process. */
   workers: number;
   /** UV_THREADPOOL_SIZE the supervisor starts its workers with (see passwordHashing); undefined: theirs is the operator's. */
@@ -368,6 +382,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     dbPoolMax: e.DB_POOL_MAX,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL,
+    databaseReplicaUrls: e.DATABASE_REPLICA_URL,
     workers: e.WORKERS,
     workerThreadPool,
     migrateOnStart: e.MIGRATE_ON_START,

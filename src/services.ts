@@ -34,6 +34,8 @@ import { StatsService } from './stats/service.js';
 export interface ServiceDeps {
   orm: Orm;
   pool: Pool;
+  /** The reads that tolerate replication lag (DATABASE_REPLICA_URL, db/replicas.ts); `pool` when there are none. */
+  replicas?: Pool;
   clock: Clock;
   logger: Logger;
   config: Config;
@@ -52,13 +54,14 @@ export interface ServiceDeps {
  */
 export function buildServices(deps: ServiceDeps) {
   const { orm, pool, clock, logger, config, geo, relayQueue } = deps;
+  const replicas = deps.replicas ?? pool;
   const em = orm.em;
   const meter = new Meter(pool, clock, config.publicLimits, config.quotaSynchronousCommit);
   const categories = new CategoryService(em, clock);
-  const snapshots: BlacklistSnapshots = blacklistSnapshots(pool, clock, config.blacklistHistory);
+  const snapshots: BlacklistSnapshots = blacklistSnapshots(pool, clock, config.blacklistHistory, replicas);
   const sites = new KeySites(pool, clock);
   const lastUsed = new KeyLastUsed(em, clock);
-  const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, { batching: config.reportBatching, quota: meter });
+  const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, { batching: config.reportBatching, quota: meter });
   const relayMessages = new RelayRepository(pool);
   const smsTemplates = new SmsTemplates(new SmsTemplateRepository(em), clock);
   const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, smsTemplates);
@@ -78,7 +81,7 @@ export function buildServices(deps: ServiceDeps) {
     keys: new KeyService(em, clock),
     authenticator: new KeyAuthenticator(pool, config.keyCacheMs, clock, (keyId) => lastUsed.touch(keyId)),
     whitelist: new Whitelist(em),
-    stats: new StatsService(new StatsRepository(pool), categories, snapshots, clock),
+    stats: new StatsService(new StatsRepository(replicas), categories, snapshots, clock),
     notifications: new NotificationConfigs(new NotificationConfigRepository(em), sites, clock),
     rulesets: new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger),
     bouncers: new Bouncers(bouncerRepository, categories, clock),

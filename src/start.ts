@@ -8,6 +8,7 @@ import { buildApp } from './app.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { connectDatabase, type Database, type MigrateMode } from './db/connect.js';
+import type { ReplicaPool } from './db/replicas.js';
 import { openGeoIp } from './geo/geoip.js';
 import { Drain } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
@@ -82,14 +83,20 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
   // The metrics read the relay's backlog from the services, built once the relay's queue is up
   // (before the server listens, so before anything reads the metrics).
   let services: Services | undefined;
-  const metrics = new Metrics(database.pool, () => services!.relayMessages.backlog(clock.now()), () => hashActivity);
-  const relay = await startRelay(config.relay, database.url, database.pool, clock, logger, {
+  const metrics = new Metrics(
+    database.pool,
+    () => services!.relayMessages.backlog(clock.now()),
+    () => hashActivity,
+    (database.replicas as Partial<ReplicaPool>).counts,
+  );
+  // pg-boss and the relay's LISTEN keep session state: the direct URL, never a transaction pooler.
+  const relay = await startRelay(config.relay, database.directUrl, database.pool, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),
     metrics,
     // The embedded database has one process and one session: no one else to hear from.
     listen: !database.embedded,
   });
-  services = buildServices({ orm: database.orm, pool: database.pool, clock, logger, config, geo, relayQueue: relay.queue });
+  services = buildServices({ orm: database.orm, pool: database.pool, replicas: database.replicas, clock, logger, config, geo, relayQueue: relay.queue });
   const drain = new Drain();
   const app = buildApp({
     drain,
@@ -105,7 +112,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     reference,
   });
   // The scheduled jobs run on pg-boss schedules: one run across every process sharing the database.
-  const scheduler = options.jobs === false ? undefined : await Scheduler.open(database.url, logger, { max: database.embedded ? 1 : 2 });
+  const scheduler = options.jobs === false ? undefined : await Scheduler.open(database.directUrl, logger, { max: database.embedded ? 1 : 2 });
   const blacklistJob = new BlacklistJob(
     services.snapshots,
     clock,

@@ -3,7 +3,8 @@ import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
 import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import type { IpStats } from '../db/entities/reputation.js';
-import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
+import { readerOf, transaction, withClient, type Connection, type Pool, type Queryable, type Read } from '../db/pool.js';
+import type { ReplicaPool } from '../db/replicas.js';
 import { sql } from '../db/sql.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
 
@@ -202,15 +203,37 @@ type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'unique
  */
 export class BlacklistSnapshots {
   private readonly read: Read;
-
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly scoreOf: (aggregate: IpAggregate) => number,
     /** Earlier snapshots kept beside the current one (BLACKLIST_HISTORY), for deltas. */
     private readonly history = DEFAULT_HISTORY,
+    /**
+     * Where the entries of a snapshot are read (the read replicas, DATABASE_REPLICA_URL): a
+     * snapshot is written in one transaction, so a replica that has its row has all its entries;
+     * one that lags behind the snapshot a request names is not asked, the primary is.
+     */
+    private readonly reads: Pool = pool,
   ) {
     this.read = readerOf(pool);
+  }
+
+  /**
+   * A connection that holds the snapshots `ids`: a read replica's once it has replayed them (a
+   * snapshot is written in one transaction: its row means all its entries), else the primary's.
+   */
+  private holding(ids: number[]): Promise<Connection> {
+    const reads = this.reads as Pool & Partial<Pick<ReplicaPool, 'connectWhere'>>;
+    if (reads === this.pool || !reads.connectWhere) return this.pool.connect();
+    const unique = [...new Set(ids)];
+    return reads.connectWhere({ text: 'select count(*) = $2 as ok from blacklist_snapshots where id = any($1::int[])', values: [unique, unique.length] });
+  }
+
+  /** `work` on a connection that holds the snapshots `ids` (see `holding`). */
+  private readHolding<T>(ids: number[], work: (client: Connection) => Promise<T>): Promise<T> {
+    // withClient only asks its pool to lend a connection: here, one that holds the snapshots.
+    return withClient({ connect: () => this.holding(ids) } as Pool, work);
   }
 
   /** The current snapshot. */
@@ -225,7 +248,7 @@ export class BlacklistSnapshots {
   }
 
   async stats(): Promise<BlacklistStats> {
-    const { rows } = await this.pool.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
+    const { rows } = await this.reads.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
       name: 'blacklist-stats',
       text: 'select stats from blacklist_snapshots order by id desc limit 1',
     });
@@ -236,7 +259,7 @@ export class BlacklistSnapshots {
 
   /** Average score per country of the current snapshot. */
   async countryThreat(): Promise<CountryThreat> {
-    const { rows } = await this.pool.query<{ countries: CountryThreat | null }>({
+    const { rows } = await this.reads.query<{ countries: CountryThreat | null }>({
       name: 'blacklist-country-threat',
       text: "select stats->'countries' as countries from blacklist_snapshots order by id desc limit 1",
     });
@@ -262,11 +285,13 @@ export class BlacklistSnapshots {
     const byScore = head.scorePositions[filter.minScore] ?? 0;
     if (!narrowed(filter) || filter.limit >= byScore) return { head, filter, cutoff: Math.min(byScore, filter.limit) };
     const where = filterSql(filter, 4);
-    const { rows } = await this.pool.query<{ position: number }>(
-      `select e.position from blacklist_entries e
-        where e.snapshot_id = $1 and e.position <= $2${where.sql}
-        order by e.position offset $3 limit 1`,
-      [head.id, byScore, filter.limit - 1, ...where.values],
+    const { rows } = await this.readHolding([head.id], (client) =>
+      client.query<{ position: number }>(
+        `select e.position from blacklist_entries e
+          where e.snapshot_id = $1 and e.position <= $2${where.sql}
+          order by e.position offset $3 limit 1`,
+        [head.id, byScore, filter.limit - 1, ...where.values],
+      ),
     );
     return { head, filter, cutoff: rows[0]?.position ?? byScore };
   }
@@ -287,7 +312,7 @@ export class BlacklistSnapshots {
 
   private streamColumns<T>(selection: Selection, columns: string, order: Columns['order'] = 'list'): Promise<Streamed<T>> {
     const where = selectionSql(selection, 1);
-    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values);
+    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values, [selection.head.id]);
   }
 
   /**
@@ -306,6 +331,7 @@ export class BlacklistSnapshots {
        select 'added' as change, b.* from b where not exists (select 1 from a where a.key_ip = b.key_ip)
        order by change desc`,
       [...a.values, ...b.values],
+      [from.head.id, to.head.id],
     );
   }
 
@@ -331,23 +357,26 @@ export class BlacklistSnapshots {
         where ${where.sql} and (${ranges.join(' or ') || 'false'})${onBase}
         order by e.position`,
       values,
+      base ? [selection.head.id, base.head.id] : [selection.head.id],
     );
   }
 
   /** Entries of a list whose address lies in `first`..`last` (one address: both the same). */
   async within<K extends EntryColumns>(selection: Selection, first: string, last: string, columns: Columns<K>): Promise<EntryRows[K][]> {
     const where = selectionSql(selection, 3);
-    const { rows } = await this.pool.query<EntryRows[K] & QueryResultRow>(
-      `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
-        where ${where.sql} and e.ip::inet between $1::inet and $2::inet
-        order by e.${ORDER[columns.order ?? 'list']}`,
-      [first, last, ...where.values],
+    const { rows } = await this.readHolding([selection.head.id], (client) =>
+      client.query<EntryRows[K] & QueryResultRow>(
+        `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
+          where ${where.sql} and e.ip::inet between $1::inet and $2::inet
+          order by e.${ORDER[columns.order ?? 'list']}`,
+        [first, last, ...where.values],
+      ),
     );
     return rows;
   }
 
-  private async cursor<T>(text: string, values: unknown[]): Promise<Streamed<T>> {
-    const client = await this.pool.connect();
+  private async cursor<T>(text: string, values: unknown[], snapshots: number[]): Promise<Streamed<T>> {
+    const client = await this.holding(snapshots);
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
     client.on('error', onError);
@@ -523,6 +552,6 @@ export class BlacklistSnapshots {
 export const DEFAULT_HISTORY = 8;
 
 /** The snapshots of a database, scored the way lookups score. */
-export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY): BlacklistSnapshots {
-  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history);
+export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY, reads: Pool = pool): BlacklistSnapshots {
+  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history, reads);
 }

@@ -86,7 +86,7 @@ export function createProgram(io: CliIo): Command {
    */
   async function withServices<T>(work: (services: Services, db: Database) => Promise<T>, options: { geo?: GeoIp; migrate?: MigrateMode } = {}): Promise<T> {
     return withDatabase(
-      (db, logger) => work(buildServices({ orm: db.orm, pool: db.pool, clock: systemClock, logger, config: loadConfig(io.env), geo: options.geo ?? NO_GEOIP }), db),
+      (db, logger) => work(buildServices({ orm: db.orm, pool: db.pool, replicas: db.replicas, clock: systemClock, logger, config: loadConfig(io.env), geo: options.geo ?? NO_GEOIP }), db),
       options.migrate,
     );
   }

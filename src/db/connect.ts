@@ -4,11 +4,23 @@ import { findRunningEmbedded, startEmbedded } from './embedded.js';
 import { connectionProblem } from './errors.js';
 import { migrate, openOrm, pendingMigrations, type Orm } from './orm.js';
 import { ormPool, type Pool } from './pool.js';
+import { replicaPool, type ReplicaPool } from './replicas.js';
 
 export interface Database {
   orm: Orm;
   pool: Pool;
+  /** The reads that tolerate replication lag (DATABASE_REPLICA_URL); the primary's pool when none. */
+  replicas: Pool;
+  /** The pool's URL (DATABASE_URL): a transaction pooler when `pooled`. */
   url: string;
+  /**
+   * A direct connection's URL (DATABASE_DIRECT_URL, else `url`): for what keeps session state
+   * and cannot go through a transaction pooler: migrations and their session advisory lock,
+   * the relay's LISTEN, pg-boss.
+   */
+  directUrl: string;
+  /** `url` is a transaction pooler: no named prepared statements, no session state on the pool. */
+  pooled: boolean;
   /** The embedded PostgreSQL (this process's or another local one's): one session for every connection. */
   embedded: boolean;
   /** The migrations this connection applied (none when it only verified or skipped). */
@@ -60,11 +72,17 @@ export async function createDatabaseIfMissing(url: string, logger: Logger): Prom
  */
 export type MigrateMode = 'apply' | 'verify' | 'skip';
 
-/** What the data layer is told of the configuration (DATABASE_URL, DATA_DIR, DB_POOL_MAX). */
+/**
+ * What the data layer is told of the configuration (DATABASE_URL, DATA_DIR, DB_POOL_MAX,
+ * DATABASE_DIRECT_URL, DATABASE_REPLICA_URL).
+ */
 export interface DatabaseSettings {
   databaseUrl: string | undefined;
   dataDir: string;
   dbPoolMax: number;
+  /** Set: DATABASE_URL is a transaction pooler and this reaches PostgreSQL itself. */
+  databaseDirectUrl?: string | undefined;
+  databaseReplicaUrls?: string[];
 }
 
 /**
@@ -79,8 +97,9 @@ export async function connectDatabase(
   let url = config.databaseUrl;
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (url) {
-    // The first connection: what goes wrong here is said in terms of DATABASE_URL.
-    const configured = url;
+    // The first connection: what goes wrong here is said in terms of DATABASE_URL (a pooler
+    // creates no database: the direct URL is asked when there is one).
+    const configured = config.databaseDirectUrl ?? url;
     await createDatabaseIfMissing(configured, logger).catch((err: unknown) => {
       throw connectionProblem(err, configured);
     });
@@ -96,7 +115,13 @@ export async function connectDatabase(
     }
   }
   try {
-    const database = await openDatabase(url, logger, { embedded: !config.databaseUrl, poolMax: config.dbPoolMax, migrate: options.migrate });
+    const database = await openDatabase(url, logger, {
+      embedded: !config.databaseUrl,
+      poolMax: config.dbPoolMax,
+      migrate: options.migrate,
+      directUrl: config.databaseUrl ? config.databaseDirectUrl : undefined,
+      replicaUrls: config.databaseUrl ? config.databaseReplicaUrls : undefined,
+    });
     if (!stopEmbedded) return database;
     return { ...database, close: async () => (await database.close(), await stopEmbedded!()) };
   } catch (err) {
@@ -114,15 +139,25 @@ export async function connectDatabase(
 export async function openDatabase(
   url: string,
   logger: Logger,
-  options: { embedded: boolean; poolMax: number; migrate?: MigrateMode },
+  options: {
+    embedded: boolean;
+    poolMax: number;
+    migrate?: MigrateMode;
+    /** DATABASE_DIRECT_URL: `url` is then a transaction pooler (unless it is the same URL). */
+    directUrl?: string | undefined;
+    /** DATABASE_REPLICA_URL, split. */
+    replicaUrls?: string[] | undefined;
+  },
 ): Promise<Database> {
   const poolMax = options.embedded ? EMBEDDED_POOL : options.poolMax;
-  const orm = await openOrm({ url, poolMax, logger });
+  const directUrl = options.directUrl ?? url;
+  const pooled = directUrl !== url;
+  const orm = await openOrm({ url, poolMax, logger, pooled });
   let applied: string[] = [];
   try {
     const mode = options.migrate ?? 'apply';
     if (mode === 'apply') {
-      applied = await migrate(orm, url);
+      applied = await migrateDirectly(orm, url, directUrl, logger);
       if (applied.length) logger.info({ applied }, 'database migrated');
     } else if (mode === 'verify') {
       const pending = await pendingMigrations(orm);
@@ -136,16 +171,56 @@ export async function openDatabase(
     await orm.close();
     throw err;
   }
-  // The one pool of the process: the ORM's, on which the repositories' SQL runs too.
-  const pool = ormPool(orm.em.getConnection(), { prepared: !options.embedded });
+  // The one pool of the process: the ORM's, on which the repositories' SQL runs too. Behind a
+  // transaction pooler a statement name prepared in one transaction's server connection is
+  // unknown in the next's (PgBouncer 1.18 keeps none): unnamed statements there.
+  const pool = ormPool(orm.em.getConnection(), { prepared: !options.embedded && !pooled });
+  if (pooled) await checkPooledTimeout(pool, logger);
+  const replicas: ReplicaPool | undefined = options.replicaUrls?.length
+    ? replicaPool({ urls: options.replicaUrls, poolMax, prepared: !pooled, primary: pool, logger })
+    : undefined;
+  if (replicas) logger.info({ replicas: options.replicaUrls!.length }, 'lag-tolerant reads go to the read replicas (DATABASE_REPLICA_URL)');
   return {
     orm,
     pool,
+    replicas: replicas ?? pool,
     url,
+    directUrl,
+    pooled,
     applied,
     embedded: options.embedded,
     async close() {
+      await replicas?.close();
       await orm.close();
     },
   };
+}
+
+/**
+ * Migrates on a direct connection: the migration lock is a session's, which a transaction
+ * pooler would hand to another client between statements. Behind a pooler, a short-lived ORM
+ * on DATABASE_DIRECT_URL does it.
+ */
+async function migrateDirectly(orm: Orm, url: string, directUrl: string, logger: Logger): Promise<string[]> {
+  if (directUrl === url) return migrate(orm, url);
+  const direct = await openOrm({ url: directUrl, poolMax: 2, logger });
+  try {
+    return await migrate(direct, directUrl);
+  } finally {
+    await direct.close();
+  }
+}
+
+/**
+ * Behind a transaction pooler the statement timeout is not sent with each connection (PgBouncer
+ * passes on no such startup parameter): the pooler's `connect_query` or the role's or
+ * database's own setting must give it. Said at start when the connections have none.
+ */
+async function checkPooledTimeout(pool: Pool, logger: Logger): Promise<void> {
+  const { rows } = await pool.query<{ statement_timeout: string }>('show statement_timeout');
+  if (rows[0]?.statement_timeout === '0') {
+    logger.warn(
+      "DATABASE_URL is a transaction pooler (DATABASE_DIRECT_URL is set) and its connections have no statement_timeout: set one (PgBouncer's connect_query, or ALTER ROLE ... SET statement_timeout = '15s'; docs/scaling.md)",
+    );
+  }
 }

@@ -53,6 +53,13 @@ export interface OrmOptions {
   url: string;
   poolMax: number;
   logger?: Logger;
+  /**
+   * `url` is a transaction pooler (PgBouncer, pool_mode=transaction): no startup parameter but
+   * the pooler's own is sent (PgBouncer 1.18 refuses or drops the others), so the statement
+   * timeout comes from the pooler's `connect_query` or the role's or database's setting
+   * (docs/scaling.md); `checkPooledTimeout` warns when it is missing.
+   */
+  pooled?: boolean;
 }
 
 /**
@@ -75,7 +82,7 @@ export const unboundedMigrations = migrationsList.map(({ name, class: Base }) =>
 /** Any stable 64-bit number: the advisory lock that lets one process at a time migrate. */
 const MIGRATION_LOCK = 7_260_112_002;
 
-export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
+export function ormConfig({ url, poolMax, logger, pooled = false }: OrmOptions): Options {
   const incident = logger ? incidentLogger(logger) : undefined;
   return {
     clientUrl: url,
@@ -98,7 +105,7 @@ export function ormConfig({ url, poolMax, logger }: OrmOptions): Options {
     },
     // Connections are short-lived statements; a dead server must fail fast, not hang a request.
     driverOptions: {
-      connection: { connectionTimeoutMillis: 5_000, statement_timeout: STATEMENT_TIMEOUT_MS },
+      connection: { connectionTimeoutMillis: 5_000, ...(pooled ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }) },
       // knex warns on the console for each broken connection it discards; the pool's own
       // listener (above) logs one line per incident instead.
       log: { warn: () => undefined, error: () => undefined, deprecate: () => undefined, debug: () => undefined },
@@ -119,6 +126,8 @@ export async function openOrm(options: OrmOptions): Promise<Orm> {
 /**
  * Applies pending migrations. Several processes may start at once against one database:
  * an advisory lock lets the first migrate while the others wait, then find nothing to do.
+ * The lock is a session's: `url` is a direct connection, never a transaction pooler
+ * (DATABASE_DIRECT_URL when DATABASE_URL is one; see connect.ts).
  */
 export async function migrate(orm: Orm, url: string): Promise<string[]> {
   // The lock is held on a connection of its own, outside any transaction, so the migrator's

@@ -15,7 +15,8 @@ import { statement, type Sql, type Statement } from './sql.js';
  * connection lent is wrapped (`Connection` below), its pg client is left as knex made it.
  *
  * pg-boss, the relay's job queue, keeps a small pool of its own; the relay's LISTEN and the
- * migration lock take one connection each.
+ * migration lock take one connection each: all three on DATABASE_DIRECT_URL when DATABASE_URL
+ * is a transaction pooler (connect.ts). The read replicas have a pool of their own (replicas.ts).
  *
  * MikroORM 7 replaces knex with Kysely (and needs Node 22.17+). The step then: `ormPool` takes
  * the ORM's `em.getKysely()` and lends one of its connections (`kysely.connection().execute(db =>

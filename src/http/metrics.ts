@@ -50,11 +50,15 @@ export class Metrics {
    *   and the age in seconds of the oldest (0 when none); read when the metrics are scraped.
    * @param hashing what password hashing has done in this process (account/passwords.ts
    *   `hashActivity`), read when the metrics are scraped.
+   * @param replicaReads the lag-tolerant reads the read replicas answered, those the primary
+   *   answered for a replica that failed, and for one that had not replayed what the read
+   *   needed (DATABASE_REPLICA_URL; db/replicas.ts `counts`).
    */
   constructor(
     pool: Pool,
     relayBacklog?: () => Promise<Record<'mail' | 'sms', { depth: number; oldestSeconds: number }>>,
     hashing?: () => { running: number; peak: number; total: number; refused: number },
+    replicaReads?: { replica: number; fallback: number; behind: number },
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'trs_' });
     new Gauge({
@@ -68,6 +72,20 @@ export class Metrics {
         this.set({ state: 'waiting' }, pool.waitingCount);
       },
     });
+    if (replicaReads) {
+      new Counter({
+        name: 'trs_db_replica_reads_total',
+        help: 'Lag-tolerant reads answered by the read replicas (answered_by="replica"), by the primary for a replica that failed (answered_by="primary") or had not replayed what the read needed (answered_by="primary_behind")',
+        labelNames: ['answered_by'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          this.inc({ answered_by: 'replica' }, replicaReads.replica);
+          this.inc({ answered_by: 'primary' }, replicaReads.fallback);
+          this.inc({ answered_by: 'primary_behind' }, replicaReads.behind);
+        },
+      });
+    }
     if (hashing) {
       new Gauge({
         name: 'trs_libuv_threadpool_size',

@@ -144,7 +144,14 @@ export async function recomputeAggregates(db: Queryable, ips: string[], accounts
 export class ReputationRepository {
   private readonly read: Read;
 
-  constructor(private readonly pool: Pool) {
+  /**
+   * `reads`: where the searches (by network name, ASN...) read, which tolerate replication lag
+   * (the read replicas, DATABASE_REPLICA_URL); everything else reads and writes on `pool`.
+   */
+  constructor(
+    private readonly pool: Pool,
+    private readonly reads: Pool = pool,
+  ) {
     this.read = readerOf(pool);
   }
 
@@ -317,7 +324,7 @@ export class ReputationRepository {
   }
 
   private async search(name: string, where: string, values: unknown[]): Promise<IpAggregate[]> {
-    const { rows } = await this.pool.query<AggregateRow>({
+    const { rows } = await this.reads.query<AggregateRow>({
       name,
       text: `select s.ip, ${AGGREGATE_COLUMNS},
                     exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted

@@ -3,11 +3,35 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { startEmbedded } from '../../src/db/embedded.js';
 import { withDatabase, workerTemplate } from './global-setup.js';
+import { startPgBouncer } from './pgbouncer.js';
 
 export interface TestDatabase {
+  /** What the server is given as DATABASE_URL: PgBouncer's, with TEST_PGBOUNCER=1. */
   url: string;
+  /** DATABASE_DIRECT_URL: the database itself, where `url` is PgBouncer's; else undefined. */
+  directUrl?: string;
   embedded: boolean;
   drop(): Promise<void>;
+}
+
+/**
+ * TEST_PGBOUNCER=1: every test database is reached through a PgBouncer of its own in transaction
+ * mode (test/support/pgbouncer.ts), the server given its direct URL as DATABASE_DIRECT_URL, so
+ * that the whole suite runs as a deployment behind a transaction pooler would.
+ */
+async function behindPgBouncer(db: TestDatabase): Promise<TestDatabase> {
+  if (process.env.TEST_PGBOUNCER !== '1' || db.embedded) return db;
+  // Tolerant: the command line and server processes some tests start are given DATABASE_URL alone.
+  const bouncer = await startPgBouncer(db.url, { tolerant: true });
+  return {
+    url: bouncer.through(db.url),
+    directUrl: db.url,
+    embedded: false,
+    async drop() {
+      await bouncer.stop();
+      await db.drop();
+    },
+  };
 }
 
 /** A fresh database for one test file: a clone of the run's migrated template, or an embedded one. */
@@ -42,7 +66,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   } finally {
     await admin.end();
   }
-  return {
+  return behindPgBouncer({
     url: withDatabase(provided.adminUrl, name),
     embedded: false,
     async drop() {
@@ -51,5 +75,5 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await client.query(`drop database if exists ${name} with (force)`);
       await client.end();
     },
-  };
+  });
 }

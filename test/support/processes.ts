@@ -46,7 +46,7 @@ export function serverProcesses() {
 }
 
 /** The PostgreSQL server binaries of this machine, if any (Debian: /usr/lib/postgresql/<n>/bin). */
-function postgresBin(): string | undefined {
+export function postgresBin(): string | undefined {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a));

@@ -26,6 +26,8 @@ export interface TestServer {
   clientFor(key: string): TrsClient;
   orm: Orm;
   pool: Pool;
+  /** The pool of the lag-tolerant reads: the replicas' (replicaUrls), else `pool`. */
+  replicas: Pool;
   clock: ManualClock;
   db: TestDatabase;
   /** Every log line the server wrote, as text. */
@@ -48,6 +50,8 @@ export interface TestServerOptions {
     stripe?: StripeConfig;
   };
   clock?: ManualClock;
+  /** DATABASE_REPLICA_URL: read replicas of the test database (test/system/replica.test.ts). */
+  replicaUrls?: string[];
   /** The published reference's file, Redocly CLI (null: none) and wait (src/start.ts). */
   reference?: StartOptions['reference'];
 }
@@ -76,6 +80,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     port: 0,
     host: '127.0.0.1',
     databaseUrl: db.url,
+    databaseDirectUrl: db.directUrl,
     trustProxy: options.config?.trustProxy ?? false,
     validateResponses: true,
     relay: relayConfig,
@@ -92,7 +97,13 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     stripe: options.config?.stripe,
   };
   // A server clone of the run's template is migrated already; an embedded database is not.
-  const database = await openDatabase(db.url, logger, { embedded: db.embedded, poolMax: 10, migrate: migrateFirst && db.embedded ? 'apply' : 'skip' });
+  const database = await openDatabase(db.url, logger, {
+    embedded: db.embedded,
+    poolMax: 10,
+    migrate: migrateFirst && db.embedded ? 'apply' : 'skip',
+    directUrl: db.directUrl,
+    replicaUrls: options.replicaUrls,
+  });
   // The real clock times retries, the manual clock everything else; no scheduled jobs.
   const running = await start(config, { logger, clock, database, jobs: false, queueConnections: 2, timeouts: options.timeouts, reference: options.reference });
   const { origin } = running;
@@ -108,6 +119,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     clientFor: (key) => createTrsClient({ baseUrl: base, key, retry: { max: 0 } }),
     orm,
     pool,
+    replicas: database.replicas,
     clock,
     db,
     logs,

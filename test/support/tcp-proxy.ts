@@ -39,6 +39,10 @@ export async function startTcpProxy(targetHost: string, targetPort: number, list
       await closing;
     },
     restore: listen,
+    /** New connections go to `port` instead (a failover: the endpoint moved to the new primary). */
+    retarget(newPort: number) {
+      targetPort = newPort;
+    },
     close: async function () {
       await this.cut();
     },

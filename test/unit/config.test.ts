@@ -22,6 +22,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).toEqual(['loopback', '10.0.0.0/8']);
   });
 
+  it('reads DATABASE_DIRECT_URL and the comma-separated DATABASE_REPLICA_URL, refusing what is not a postgres URL', () => {
+    expect(loadConfig({})).toMatchObject({ databaseDirectUrl: undefined, databaseReplicaUrls: [] });
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://trs@pgbouncer:6432/trs',
+      DATABASE_DIRECT_URL: 'postgres://trs@db:5432/trs',
+      DATABASE_REPLICA_URL: ' postgres://trs@replica1/trs, postgresql://trs@replica2/trs ,',
+    });
+    expect(config.databaseDirectUrl).toBe('postgres://trs@db:5432/trs');
+    expect(config.databaseReplicaUrls).toEqual(['postgres://trs@replica1/trs', 'postgresql://trs@replica2/trs']);
+    expect(() => loadConfig({ DATABASE_REPLICA_URL: 'postgres://a/trs,mysql://b/trs' })).toThrow(/DATABASE_REPLICA_URL/);
+    expect(() => loadConfig({ DATABASE_DIRECT_URL: 'db:5432' })).toThrow(/DATABASE_DIRECT_URL/);
+  });
+
   it('turns response validation off in production unless asked', () => {
     expect(loadConfig({ NODE_ENV: 'production' }).validateResponses).toBe(false);
     expect(loadConfig({ NODE_ENV: 'production', VALIDATE_RESPONSES: 'true' }).validateResponses).toBe(true);

@@ -129,6 +129,7 @@ const NOT_SETTINGS: Record<string, string> = {
   TEST_DATABASE_URL: 'read by the tests (test/support/global-setup.ts)',
   TEST_EMBEDDED: 'read by the tests (test/support/global-setup.ts)',
   TEST_REQUIRE_POSTGRES: 'read by the tests (test/support/global-setup.ts), set by .ci/run',
+  TEST_PGBOUNCER: 'read by the tests (test/support/database.ts): every test database behind a PgBouncer of its own',
   UPDATE_SCREENSHOTS: 'read by the browser tests (test/system/e2e-*.test.ts)',
   FUZZ_SEED: 'read by the contract fuzzer (test/integration/fuzz.test.ts)',
   FUZZ_RUNS: 'read by the contract fuzzer (test/integration/fuzz.test.ts)',
