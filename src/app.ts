@@ -55,6 +55,10 @@ import { StatsService } from './stats/service.js';
 import { ReputationRepository } from './reputation/repository.js';
 import { BULK_REPORT_MAX_BYTES, ReputationService } from './reputation/service.js';
 import { KeyLastUsed } from './account/last-used.repository.js';
+import { AccountMailer, accountTransport } from './account/mailer.js';
+import { DelistRepository } from './delisting/repository.js';
+import { DelistService } from './delisting/service.js';
+import { delistingHandlers } from './delisting/handlers.js';
 import { abuseipdbHandlers } from './abuseipdb/handlers.js';
 import { AbuseIpdbService } from './abuseipdb/service.js';
 import { Bouncers } from './crowdsec/bouncers.js';
@@ -74,7 +78,7 @@ export interface AppDeps {
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'rules'> &
-    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'metricsLoopback' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching' | 'quotaSynchronousCommit'>>;
+    Partial<Pick<Config, 'keyCacheMs' | 'metricsToken' | 'metricsLoopback' | 'web' | 'stripe' | 'blacklistCacheBytes' | 'reportBatching' | 'quotaSynchronousCommit' | 'delisting'>>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -134,9 +138,14 @@ export function buildApp(deps: AppDeps): Express {
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   const categories = new CategoryService(em, clock);
+  const webConfig = config.web ?? loadConfig({}).web;
+  const delistMailer = new AccountMailer(accountTransport(config.relay.mail, webConfig.mailFrom), logger);
+  const delisting = new DelistService(new DelistRepository(pool), clock, delistMailer, config.delisting ?? loadConfig({}).delisting, () => webConfig.publicUrl);
+  drain.onStop(() => delistMailer.settle());
   const reputation = new ReputationService(new ReputationRepository(pool), categories, geo, clock, {
     batching: config.reportBatching ?? { ms: 0, max: 1 },
     quota: meter,
+    delistings: delisting,
   });
   drain.onStop(() => reputation.close());
   const snapshots = blacklistSnapshots(pool, clock);
@@ -176,6 +185,7 @@ export function buildApp(deps: AppDeps): Express {
     ...rulesHandlers(new Rulesets(config.rules.dir, config.rules.signingKeyFile, logger)),
     ...crowdsecHandlers(new DecisionService(snapshots, bouncerRepository, categories, clock)),
     ...abuseipdbHandlers(new AbuseIpdbService(reputation, blacklist, clock), blacklist, metering),
+    ...delistingHandlers(delisting),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };

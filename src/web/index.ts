@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AuditTrail } from '../audit/repository.js';
 import { Dashboard } from '../account/dashboard.js';
-import { AccountMailer } from '../account/mailer.js';
+import { AccountMailer, accountTransport } from '../account/mailer.js';
 import { sharedSecret } from '../account/secrets.repository.js';
 import { HashGate } from '../account/passwords.js';
 import { Sessions } from '../account/sessions.repository.js';
@@ -18,7 +17,6 @@ import { KeyService } from '../keys/service.js';
 import type { Meter } from '../keys/usage.repository.js';
 import { CheckoutSessions } from '../payments/checkouts.repository.js';
 import { StripePayments, stripeWebhookRouter } from '../payments/stripe.js';
-import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';
 import type { BundleLedger } from '../relay/ledger.repository.js';
 import type { RelayService } from '../relay/service.js';
 import type { ReputationService } from '../reputation/service.js';
@@ -44,19 +42,6 @@ export interface WebParts {
   ledger: BundleLedger;
   /** How far from now a payment webhook's signature time may be, either way (PAYMENT_WEBHOOK_TOLERANCE_SECONDS). */
   webhookToleranceSeconds: number;
-}
-
-/**
- * The account mails go through the transport the relay is configured with (SMTP or the
- * development outbox), from ACCOUNT_MAIL_FROM or the relay's From, DKIM-signed alike. They are
- * few, so each gets a connection of its own: none stays open for the process to close.
- */
-function accountTransport(mail: RelayConfig['mail'], from: string | undefined): MailTransport | undefined {
-  if (!mail) return undefined;
-  const dkim = mail.dkim && { domainName: mail.dkim.domainName, keySelector: mail.dkim.keySelector, privateKey: readFileSync(mail.dkim.keyFile, 'utf8') };
-  return mail.transport === 'outbox'
-    ? createMailOutbox({ dir: mail.dir, from: from ?? mail.from, dkim })
-    : createMailTransport({ smtpUrl: mail.smtpUrl, from: from ?? mail.from, dkim, pooled: false });
 }
 
 /** The pages and the Stripe webhook, built from the app's own services. */
