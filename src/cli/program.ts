@@ -25,6 +25,7 @@ import { SmsTemplateRepository } from '../relay/delivery/templates.repository.js
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
+import { delistCommands } from './delist.js';
 import { maintainReports } from '../account/purge-job.js';
 import { Bouncers, DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
 import { BouncerRepository, type Bouncer } from '../crowdsec/repository.js';
@@ -170,7 +171,7 @@ export function createProgram(io: CliIo): Command {
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
       const entries = await withDatabase((db) => new Whitelist(db.orm.em).list());
-      print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
+      print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}${e.expiresAt ? `  (until ${e.expiresAt})` : ''}`.trimEnd()).join('\n') || 'the whitelist is empty');
     });
 
   const bundles = program.command('bundles').description('prepaid relay bundles (the payment webhook does the same)');
@@ -570,6 +571,7 @@ export function createProgram(io: CliIo): Command {
     });
 
   accountCommands(program, withDatabase, print, io.env);
+  delistCommands(program, withDatabase, print, io.env);
 
   return program;
 }
