@@ -27,6 +27,8 @@ export const CONFIRM_WINDOW_MS = 24 * 3_600_000;
 export const MAIL_WINDOW_MS = 24 * 3_600_000;
 export const REJECTION_COOLDOWN_MS = 7 * 24 * 3_600_000;
 export const SOURCE_WINDOW_MS = 24 * 3_600_000;
+/** Decided and expired requests are kept a year (an approval: a year after its whitelist entry ends), then deleted by the purge. */
+export const DELIST_RETENTION_MS = 365 * 24 * 3_600_000;
 
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
 const LINE_BREAK = /[\r\n\u2028\u2029]/;
