@@ -170,6 +170,8 @@ export function buildApp(deps: AppDeps): Express {
     relay,
     ledger,
     webhookToleranceSeconds: config.payments.toleranceSeconds,
+    delisting,
+    delistReviewers: (config.delisting ?? loadConfig({}).delisting).operatorEmails,
   });
   const bouncerRepository = new BouncerRepository(em);
   const bouncers = new Bouncers(bouncerRepository, categories, clock);

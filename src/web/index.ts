@@ -21,6 +21,7 @@ import type { BundleLedger } from '../relay/ledger.repository.js';
 import type { RelayService } from '../relay/service.js';
 import type { ReputationService } from '../reputation/service.js';
 import type { StatsService } from '../stats/service.js';
+import type { DelistService } from '../delisting/service.js';
 import { Assets, Pages } from './render.js';
 import { webRouter } from './router.js';
 
@@ -42,6 +43,9 @@ export interface WebParts {
   ledger: BundleLedger;
   /** How far from now a payment webhook's signature time may be, either way (PAYMENT_WEBHOOK_TOLERANCE_SECONDS). */
   webhookToleranceSeconds: number;
+  /** Delisting: the service the /delist pages share with the API, and the accounts that review on the dashboard. */
+  delisting: DelistService;
+  delistReviewers: readonly string[];
 }
 
 /** The pages and the Stripe webhook, built from the app's own services. */
@@ -73,6 +77,8 @@ export function buildWeb(parts: WebParts): { pages: Router; stripeWebhook: Route
     categories: parts.categories,
     reputation: parts.reputation,
     stripe,
+    delisting: parts.delisting,
+    reviewers: parts.delistReviewers,
     csrfKey: () => {
       csrfKey ??= sharedSecret(parts.orm.em, 'csrf');
       csrfKey.catch(() => (csrfKey = undefined));
