@@ -10,7 +10,7 @@ import { call, type CallResult } from '../support/http.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';
 import { reportFromAccounts } from '../support/reports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { linkFromMail } from '../support/web.js';
+import { heading, linkFromMail, signedUp, WebClient } from '../support/web.js';
 
 /**
  * Delisting end to end (issue 28, item 1): a request, the mailed link that confirms it, the
@@ -27,6 +27,7 @@ const LISTED = '45.155.205.7';
 const REJECTED = '45.155.205.90';
 const V6_LISTED = '2a0d:5600:24::5';
 const DAY = 86_400_000;
+const OPERATOR = 'operator@trs.example.net';
 
 const regenerate = () => blacklistSnapshots(s.pool, s.clock, 3).regenerate();
 const pull = (query = '') => call(s.origin, `/crowdsec/v1/decisions/stream${query}`, { headers: { 'X-Api-Key': bouncerKey, 'User-Agent': 'crowdsec-firewall-bouncer/v0.0.25' } });
@@ -55,7 +56,13 @@ async function auditKinds(id: string): Promise<string[]> {
 
 beforeAll(async () => {
   smtp = await startSmtp();
-  s = await startTestServer({ config: { trustProxy: ['loopback'], relay: { mail: { smtpUrl: smtp.url, from: 'trs@example.net' } } } });
+  s = await startTestServer({
+    config: {
+      trustProxy: ['loopback'],
+      relay: { mail: { smtpUrl: smtp.url, from: 'trs@example.net' } },
+      delisting: { ...loadConfig({}).delisting, operatorEmails: [OPERATOR] },
+    },
+  });
   s.clock.set('2026-06-15T12:00:00Z');
   await reportFromAccounts(s, [LISTED, REJECTED, V6_LISTED]);
   await regenerate();
@@ -268,5 +275,50 @@ describe('the status link', () => {
     const { rows } = await s.pool.query('select status from delist_requests where id = $1', [id]);
     expect(rows[0].status).toBe('unconfirmed');
     expect((await show(id, token)).body.data.status).toBe('open');
+  });
+});
+
+describe('the /delist pages', () => {
+  it('take a request from a form (CSRF-checked), confirm it by the mailed link, and the operator decides on the dashboard', async () => {
+    const browser = new WebClient(s.origin, { 'X-Forwarded-For': '45.155.215.9' });
+    const form = await browser.get('/delist');
+    expect(form.status).toBe(200);
+    expect(heading(form)).toBe('Ask for an address to be delisted');
+    const fields = { ip: '45.155.215.9', email: 'page@example.org', reason: 'From the page.\r\nTwo lines.' };
+    expect((await browser.post('/delist', fields, { csrf: null })).status).toBe(403);
+    const sent = await browser.post('/delist', fields);
+    expect(sent.status).toBe(202);
+    expect(sent.text).toContain('marked as proven');
+    const id = /Request ([0-9a-f-]{36})/.exec(sent.text)![1]!;
+
+    // Bad input comes back as the form with the error and what was typed.
+    const bad = await browser.post('/delist', { ...fields, ip: '10.0.0.1' });
+    expect(bad.status).toBe(422);
+    expect(bad.text).toContain('is never listed');
+    expect(bad.text).toContain('value="page@example.org"');
+
+    const link = new URL(await linkFromMail(smtp, 'page@example.org', `/delist/${id}`));
+    const status = await browser.get(link.pathname + link.search);
+    expect(status.status).toBe(200);
+    expect(status.text).toContain('Confirmed; waiting for the operator to decide.');
+    expect((await browser.get(`/delist/${id}?token=${'A'.repeat(43)}`)).status).toBe(404);
+
+    // Only the operator's accounts review.
+    const someone = await signedUp(s, smtp, 'someone@example.org');
+    expect((await someone.get('/account/delisting')).status).toBe(403);
+    const operator = await signedUp(s, smtp, OPERATOR);
+    const review = await operator.get('/account/delisting?status=open');
+    expect(review.status).toBe(200);
+    expect(review.text).toContain('45.155.215.9');
+    expect(review.text).toContain('From the page.\nTwo lines.');
+    expect((await operator.post(`/account/delisting/${id}/approve`, { days: '3', note: '' }, { csrf: null })).status).toBe(403);
+    const approved = await operator.post(`/account/delisting/${id}/approve`, { days: '3', note: 'ok' });
+    expect(approved.status).toBe(303);
+    const { rows } = await s.pool.query<{ status: string; decided_by: string }>('select status, decided_by from delist_requests where id = $1', [id]);
+    expect(rows[0]).toEqual({ status: 'approved', decided_by: expect.stringMatching(/^account:\d+$/) });
+    const { rows: audit } = await s.pool.query("select actor, account_id is not null as by_account from audit_events where kind = 'delist_approved' and detail->>'request' = $1", [id]);
+    expect(audit).toEqual([{ actor: 'web', by_account: true }]);
+    const again = await operator.post(`/account/delisting/${id}/approve`, { days: '3', note: 'ok' });
+    expect(again.status).toBe(422);
   });
 });
