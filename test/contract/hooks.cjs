@@ -236,6 +236,8 @@ hooks.beforeEach((transaction) => {
       setBody(transaction, { ip: '45.155.205.25', email: 'postmaster@example.com', reason: 'Contract test.' });
       break;
     case '200': {
+      // An operation that answers 202 has no 200: this is its `default` (server error) response, which Dredd runs as a 200.
+      if (!operation.responses['200']) return skip(transaction, 'the default response of an operation without a 200');
       if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
       // One transaction per documented media type: ask for that format, skip pairs Dredd invents.
       const expectedType = String(transaction.expected.headers['Content-Type'] || '').split(';')[0];

@@ -79,7 +79,8 @@ async function waitForReady(origin: string, child: ChildProcess): Promise<void> 
  * as it grows).
  */
 const COVERAGE: Record<string, { minPassing: number; maxSkipped: number }> = {
-  openapi: { minPassing: 245, maxSkipped: 17 },
+  // Delisting: 12 more passing; its POST's `default` response is skipped (it has no 200 to run it as).
+  openapi: { minPassing: 257, maxSkipped: 18 },
   crowdsec: { minPassing: 8, maxSkipped: 0 },
   abuseipdb: { minPassing: 44, maxSkipped: 4 },
 };
