@@ -57,10 +57,14 @@ export class DelistRepository {
     return rows[0]!.n;
   }
 
-  /** The latest rejection of exactly this address or range since `since`. */
+  /**
+   * The latest rejection since `since` of this address or range, or of one that overlaps it (so
+   * that asking for the rejected address's /24, or an address inside a rejected range, does not
+   * get around the cooldown).
+   */
   async lastRejection(ip: string, since: Date): Promise<Date | undefined> {
     const { rows } = await this.pool.query<{ at: Date }>(
-      "select max(decided_at) as at from delist_requests where ip = $1::cidr and status = 'rejected' and decided_at > $2",
+      "select max(decided_at) as at from delist_requests where ip && $1::cidr and status = 'rejected' and decided_at > $2",
       [ip, since],
     );
     return rows[0]?.at ?? undefined;
@@ -68,8 +72,10 @@ export class DelistRepository {
 
   /**
    * Inserts a request unless another is active (unconfirmed or open) for the same address: the
-   * partial unique index decides, so parallel requests make one. Unconfirmed requests past their
-   * window expire first; a proven request also replaces an unproven unconfirmed one.
+   * partial unique index decides, so parallel requests make one. One for an overlapping range
+   * (the address's /24, an address inside the range) is refused too. Unconfirmed requests past
+   * their window expire first; a proven request also replaces an unproven unconfirmed one for
+   * the same address.
    */
   async create(input: NewDelistRequest, audit: Omit<AuditEntry, 'kind'>): Promise<DelistRow | undefined> {
     try {
@@ -79,6 +85,11 @@ export class DelistRepository {
             where ip = $1::cidr and status = 'unconfirmed' and (created_at < $2 or ($3 and not proven))`,
           [input.ip, input.staleBefore, input.proven],
         );
+        const { rows: overlapping } = await client.query(
+          "select 1 from delist_requests where ip && $1::cidr and ip <> $1::cidr and status in ('unconfirmed', 'open') limit 1",
+          [input.ip],
+        );
+        if (overlapping.length > 0) return undefined;
         const { rows } = await client.query<DelistRow>(
           `insert into delist_requests (id, ip, email, reason, proven, status, token_hash, requester_network, created_at)
            values ($1, $2::cidr, $3, $4, $5, 'unconfirmed', $6, $7, $8) returning ${COLUMNS}`,
@@ -95,20 +106,25 @@ export class DelistRepository {
   }
 
   /**
-   * Marks the request's link as mailed unless its address had a link mailed within the window, or
-   * its recipient had `recipientMax` already: under a lock per recipient, so parallel requests
-   * count each other. True when the mail may go out.
+   * Marks the request's link as mailed unless its address (or an overlapping range) had a link
+   * mailed within the window, or its recipient had `recipientMax` already: under a lock per
+   * recipient, so parallel requests count each other. A proven request counts only proven
+   * requests' mails for its address: whoever asked first from elsewhere cannot keep the
+   * address's owner from getting a link that day. True when the mail may go out.
    */
   async claimMail(id: string, at: Date, since: Date, recipientMax: number): Promise<boolean> {
     return transaction(this.pool, async (client) => {
-      const { rows: target } = await client.query<{ ip: string; email: string }>('select ip::text as ip, email from delist_requests where id = $1', [id]);
+      const { rows: target } = await client.query<{ ip: string; email: string; proven: boolean }>(
+        'select ip::text as ip, email, proven from delist_requests where id = $1',
+        [id],
+      );
       if (!target[0]) return false;
       await client.query("select pg_advisory_xact_lock(hashtext('delist-mail:' || $1))", [target[0].email]);
       await client.query("select pg_advisory_xact_lock(hashtext('delist-mail-ip:' || $1))", [target[0].ip]);
       const { rows } = await client.query<{ address: number; recipient: number }>(
-        `select (select count(*)::int from delist_requests where ip = $1::cidr and mailed_at > $3) as address,
+        `select (select count(*)::int from delist_requests where ip && $1::cidr and mailed_at > $3 and (proven or not $4)) as address,
                 (select count(*)::int from delist_requests where email = $2 and mailed_at > $3) as recipient`,
-        [target[0].ip, target[0].email, since],
+        [target[0].ip, target[0].email, since, target[0].proven],
       );
       if (rows[0]!.address > 0 || rows[0]!.recipient >= recipientMax) return false;
       await client.query('update delist_requests set mailed_at = $2 where id = $1', [id, at]);

@@ -179,6 +179,10 @@ describe('a rejection', () => {
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('delist_recently_rejected');
     expect(Number(refused.headers.get('retry-after'))).toBe(DAY / 1000);
+    // Nor through a range around it.
+    const around = await ask({ ip: '45.155.205.0/24', email, reason: 'The whole network.' }, '198.51.100.13');
+    expect(around.status).toBe(429);
+    expect(around.body.code).toBe('delist_recently_rejected');
     s.clock.set(new Date(decidedAt + 7 * DAY + 1_000));
     expect((await ask({ ip: REJECTED, email, reason: 'Please remove, again.' }, '198.51.100.12')).status).toBe(202);
   });

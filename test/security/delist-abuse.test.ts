@@ -37,14 +37,24 @@ describe('mail flooding through delisting requests', () => {
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => ask({ ip, email: victim, reason: 'flood' }, `198.51.100.${i + 1}`)));
     expect(answers.filter((a) => a.status === 202)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 422).every((a) => a.body.code === 'delist_request_open')).toBe(true);
-    // A proven request from the address itself replaces the unproven one, but no second mail goes out that day.
+    // Nor through the ranges around it.
+    const around = await ask({ ip: '45.155.205.0/24', email: victim, reason: 'flood' }, '198.51.100.80');
+    expect(around.status).toBe(422);
+    expect(around.body.code).toBe('delist_request_open');
+    await settle();
+    expect(mailsTo(victim)).toHaveLength(1);
+    // The address's owner, asking from it, replaces the stranger's unconfirmed request and gets
+    // a link of its own: who asked first from elsewhere cannot keep the owner waiting a day.
     s.clock.advance(HOUR);
-    const proven = await ask({ ip, email: victim, reason: 'flood' }, ip);
+    const owner = 'owner-a@example.org';
+    const proven = await ask({ ip, email: owner, reason: 'mine' }, ip);
     expect(proven.status).toBe(202);
     expect(proven.body.data.proven).toBe(true);
     await settle();
-    expect(mailsTo(victim)).toHaveLength(1);
-    // A day later (the unconfirmed request expired), one more.
+    expect(mailsTo(owner)).toHaveLength(1);
+    const { rows } = await s.pool.query("select status, proven from delist_requests where ip = $1::cidr order by created_at", [`${ip}/32`]);
+    expect(rows).toEqual([{ status: 'expired', proven: false }, { status: 'unconfirmed', proven: true }]);
+    // A day later (the proven request expired unconfirmed), the stranger may ask again: one more mail.
     s.clock.advance(25 * HOUR);
     expect((await ask({ ip, email: victim, reason: 'flood' }, '198.51.100.99')).status).toBe(202);
     await settle();
