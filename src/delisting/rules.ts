@@ -51,8 +51,8 @@ export interface ValidDelistInput {
  * characters without control characters (line breaks allowed, CRLF made LF).
  */
 export function validateDelistInput(input: DelistInput, normaliseEmail: (email: string) => string | undefined): ValidDelistInput {
-  const ip = typeof input.ip === 'string' ? input.ip.trim() : '';
-  if (ip.length === 0 || ip.length > 49 || LINE_BREAK.test(ip)) throw invalidField('body', 'ip', 'must be an IPv4 or IPv6 address or CIDR range');
+  const ip = typeof input.ip === 'string' && !LINE_BREAK.test(input.ip) ? input.ip.trim() : '';
+  if (ip.length === 0 || ip.length > 49) throw invalidField('body', 'ip', 'must be an IPv4 or IPv6 address or CIDR range');
   const network = parseNetwork(ip);
   if (!network) throw invalidField('body', 'ip', 'must be an IPv4 or IPv6 address or CIDR range');
   const min = network.version === 4 ? DELIST_V4_PREFIX_MIN : DELIST_V6_PREFIX_MIN;

@@ -191,8 +191,9 @@ export class DelistService {
     throw unprocessable(sentence(`Request ${id} is ${found.status}: only ${from.join(' or ')} requests can be ${decision.status}`), undefined, 'delist_not_decidable');
   }
 
+  /** Mails the decision, only to a requester who confirmed the address by its link (no mail to an unconfirmed stranger's choice). */
   private tell(row: DelistRow, first: string, more: string[]): void {
-    if (!this.mailer.configured) return;
+    if (!this.mailer.configured || !row.confirmedAt) return;
     this.mailer.send({
       to: row.email,
       subject: `Delisting request for ${shownRange(row.ip)}: ${row.status}`,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
 import { call, type CallResult } from '../support/http.js';
 import { startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -118,6 +119,20 @@ describe('mail flooding through delisting requests', () => {
 });
 
 describe('requests for addresses the requester does not hold', () => {
+  it('mail no decision to an address that never confirmed the request', async () => {
+    const victim = 'victim-e@example.org';
+    const made = await ask({ ip: '45.155.216.1', email: victim, reason: 'x' }, '198.51.100.241');
+    expect(made.status).toBe(202);
+    await settle();
+    expect(mailsTo(victim)).toHaveLength(1);
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: s.db.url, LOG_LEVEL: 'warn', RELAY_SMTP_URL: smtp.url, RELAY_MAIL_FROM: 'trs@example.net' };
+    if (s.db.embedded) delete env.DATABASE_URL;
+    const rejected = await runCli(env, 'delist', 'reject', made.body.data.id, '--note', 'Unconfirmed spam.');
+    expect(rejected.code).toBe(0);
+    await settle();
+    expect(mailsTo(victim)).toHaveLength(1);
+  });
+
   it('are stored as not proven and reach the operator only once confirmed', async () => {
     const res = await ask({ ip: '45.155.214.1', email: 'attacker@example.org', reason: 'I do not own this.' }, '198.51.100.240');
     expect(res.status).toBe(202);
