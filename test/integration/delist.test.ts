@@ -310,7 +310,9 @@ describe('the /delist pages', () => {
     // Only the operator's accounts review.
     const someone = await signedUp(s, smtp, 'someone@example.org');
     expect((await someone.get('/account/delisting')).status).toBe(403);
+    expect((await someone.get('/account')).text).not.toContain('href="/account/delisting"');
     const operator = await signedUp(s, smtp, OPERATOR);
+    expect((await operator.get('/account')).text).toContain('href="/account/delisting"');
     const review = await operator.get('/account/delisting?status=open');
     expect(review.status).toBe(200);
     expect(review.text).toContain('45.155.215.9');
