@@ -39,6 +39,7 @@ import { PaymentEvents } from './relay/payments.js';
 import { RECEIPT_BODY_LIMIT, SmsReceipts } from './relay/receipts.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { BULK_REPORT_MAX_BYTES } from './reputation/service.js';
+import { delistingHandlers } from './delisting/handlers.js';
 import { abuseipdbHandlers } from './abuseipdb/handlers.js';
 import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
 import { buildWeb } from './web/index.js';
@@ -52,7 +53,7 @@ export interface AppDeps {
   /** The SMS provider's delivery receipts, where it posts them. */
   smsReceipts?: RelayRuntime['smsReceipts'];
   metrics: Metrics;
-  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'web' | 'stripe' | 'metricsToken' | 'metricsLoopback'>;
+  config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'web' | 'stripe' | 'metricsToken' | 'metricsLoopback' | 'delisting'>;
   logger: Logger;
   clock: Clock;
   api: ApiArtifacts;
@@ -116,6 +117,7 @@ export function buildApp(deps: AppDeps): Express {
   const { meter, authenticator: keys, reputation, sites, snapshots, blacklist } = services;
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
+  drain.onStop(() => services.delistMailer.settle());
   drain.onStop(() => reputation.close());
   const web = buildWeb({
     orm,
@@ -131,6 +133,8 @@ export function buildApp(deps: AppDeps): Express {
     categories: services.categories,
     reputation,
     relay: services.relay,
+    delisting: services.delisting,
+    delistReviewers: config.delisting.operatorEmails,
   });
   const handlers: Handlers = {
     ...categoryHandlers(services.categories),
@@ -148,6 +152,7 @@ export function buildApp(deps: AppDeps): Express {
       new SmsReceipts(deps.smsReceipts, services.relayMessages, clock, logger, metrics),
     ),
     ...stripeHandlers(new StripeEvents(web.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
+    ...delistingHandlers(services.delisting),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };

@@ -192,6 +192,11 @@ const schema = z.object({
   STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, 'must be a Stripe secret or restricted key (sk_… or rk_…)').optional(),
   STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a webhook signing secret (whsec_…)').optional(),
   STRIPE_API_BASE: apiBase,
+  // Delisting (src/delisting, docs/delisting.md).
+  DELIST_REQUESTS_PER_SOURCE_DAILY: z.coerce.number().int().min(1).max(1_000).default(5),
+  DELIST_MAILS_PER_RECIPIENT_DAILY: z.coerce.number().int().min(1).max(100).default(3),
+  DELIST_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  DELIST_OPERATOR_EMAILS: z.string().max(2_000).optional(),
 });
 
 /** `STRIPE_PRICE_SVC_MAIL_BUNDLE_1000=price_…`: the Stripe price of each bundle that is for sale. */
@@ -204,6 +209,18 @@ export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
 export const CONFIG_VARIABLE_PATTERNS: readonly { pattern: RegExp; documentedAs: string }[] = [
   { pattern: STRIPE_PRICE, documentedAs: 'STRIPE_PRICE_<BUNDLE_ID>' },
 ];
+
+/** Delisting requests (src/delisting): their bounds, the default approval, who reviews on the dashboard. */
+export interface DelistingSettings {
+  /** Requests one source (address, IPv6 /64) may make in 24 hours (DELIST_REQUESTS_PER_SOURCE_DAILY). */
+  requestsPerSourceDaily: number;
+  /** Confirmation mails one recipient may receive in 24 hours (DELIST_MAILS_PER_RECIPIENT_DAILY). */
+  mailsPerRecipientDaily: number;
+  /** How long an approval whitelists the address when the operator names no time (DELIST_DAYS). */
+  defaultDays: number;
+  /** The accounts (by confirmed address) that review requests on the dashboard (DELIST_OPERATOR_EMAILS). */
+  operatorEmails: string[];
+}
 
 export interface WebConfig {
   signup: SignupMode;
@@ -271,6 +288,8 @@ export type Config = {
   shutdown: { drainMs: number; timeoutMs: number };
   /** How long a process trusts a key lookup: a revocation reaches every process within it. */
   keyCacheMs: number;
+  /** Delisting requests: bounds, default approval, the dashboard's reviewers. */
+  delisting: DelistingSettings;
   /** POST /report's group commit: reports gathered this long (0: each on its own), at most `max` per transaction. */
   reportBatching: ReportBatching;
   /** Check every response against the OpenAPI document (on by default outside production). */
@@ -394,6 +413,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
+    delisting: {
+      requestsPerSourceDaily: e.DELIST_REQUESTS_PER_SOURCE_DAILY,
+      mailsPerRecipientDaily: e.DELIST_MAILS_PER_RECIPIENT_DAILY,
+      defaultDays: e.DELIST_DAYS,
+      operatorEmails: (e.DELIST_OPERATOR_EMAILS ?? '').split(',').map((m) => m.trim().toLowerCase()).filter(Boolean),
+    },
     reportBatching: { ms: e.REPORT_BATCH_MS, max: e.REPORT_BATCH_MAX },
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,

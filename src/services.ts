@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
 import { KeyLastUsed } from './account/last-used.repository.js';
+import { AccountMailer, accountTransport } from './account/mailer.js';
+import { DelistRepository } from './delisting/repository.js';
+import { DelistService } from './delisting/service.js';
 import { AbuseIpdbService } from './abuseipdb/service.js';
 import { blacklistSnapshots, type BlacklistSnapshots } from './blacklist/repository.js';
 import { BlacklistService } from './blacklist/service.js';
@@ -61,7 +64,14 @@ export function buildServices(deps: ServiceDeps) {
   const snapshots: BlacklistSnapshots = blacklistSnapshots(pool, clock, config.blacklistHistory, replicas);
   const sites = new KeySites(pool, clock);
   const lastUsed = new KeyLastUsed(em, clock);
-  const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, { batching: config.reportBatching, quota: meter });
+  // Delisting requests and their decisions are mailed like the account mails (account/mailer.ts).
+  const delistMailer = new AccountMailer(accountTransport(config.relay.mail, config.web.mailFrom), logger);
+  const delisting = new DelistService(new DelistRepository(pool), clock, delistMailer, config.delisting, () => config.web.publicUrl);
+  const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, {
+    batching: config.reportBatching,
+    quota: meter,
+    delistings: delisting,
+  });
   const relayMessages = new RelayRepository(pool);
   const smsTemplates = new SmsTemplates(new SmsTemplateRepository(em), clock);
   const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, smsTemplates);
@@ -75,6 +85,8 @@ export function buildServices(deps: ServiceDeps) {
     reputation,
     blacklist,
     relay,
+    delisting,
+    delistMailer,
     relayMessages,
     smsTemplates,
     ledger: new BundleLedger(pool, clock),

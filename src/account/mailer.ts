@@ -1,5 +1,20 @@
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { MailTransport } from '../relay/delivery/mail.js';
+import type { RelayConfig } from '../config.js';
+import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';
+
+/**
+ * The account mails go through the transport the relay is configured with (SMTP or the
+ * development outbox), from ACCOUNT_MAIL_FROM or the relay's From, DKIM-signed alike. They are
+ * few, so each gets a connection of its own: none stays open for the process to close.
+ */
+export function accountTransport(mail: RelayConfig['mail'], from: string | undefined): MailTransport | undefined {
+  if (!mail) return undefined;
+  const dkim = mail.dkim && { domainName: mail.dkim.domainName, keySelector: mail.dkim.keySelector, privateKey: readFileSync(mail.dkim.keyFile, 'utf8') };
+  return mail.transport === 'outbox'
+    ? createMailOutbox({ dir: mail.dir, from: from ?? mail.from, dkim })
+    : createMailTransport({ smtpUrl: mail.smtpUrl, from: from ?? mail.from, dkim, pooled: false });
+}
 
 export interface AccountMail {
   to: string;

@@ -13,6 +13,9 @@ import { AuditTrail } from '../audit/repository.js';
 import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
 import type { Scheduler } from '../jobs/scheduler.js';
+import { purgeExpiredWhitelist } from '../reputation/whitelist.repository.js';
+import { DelistRepository } from '../delisting/repository.js';
+import { CONFIRM_WINDOW_MS, DELIST_RETENTION_MS } from '../delisting/rules.js';
 
 /** Any stable number: the advisory lock that lets one process purge at a time. */
 const PURGE_LOCK = 7_260_112_019;
@@ -34,6 +37,10 @@ export interface Purged {
   hourlyRollups: number;
   /** Web sign-ups never confirmed within UNVERIFIED_ACCOUNT_DAYS (30). */
   unverifiedAccounts: number;
+  /** Whitelist entries whose time is over (approved delistings); the next regeneration lists them again if still reported. */
+  whitelistExpired: number;
+  /** Delisting requests: unconfirmed ones past their 24 hours marked expired, and those decided or expired a year ago deleted. */
+  delistRequests: { expired: number; deleted: number };
 }
 
 /**
@@ -87,6 +94,8 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
         relayMessages: await relay.purgeMessages(before(clock.now(), config.relayMessageRetentionMs ?? defaults.messageRetentionMs), client),
         usageCounters: await new Meter(client, clock).purge(),
         hourlyRollups: hourly.activity + hourly.connections,
+        whitelistExpired: await purgeExpiredWhitelist(client, clock.now()),
+        delistRequests: await new DelistRepository(pool).purge(client, before(clock.now(), CONFIRM_WINDOW_MS), before(clock.now(), DELIST_RETENTION_MS)),
       };
     },
     { long: true },

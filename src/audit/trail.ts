@@ -26,6 +26,13 @@ export const AUDIT_KINDS = [
   'bundle_dispute_won',
   'relay_mail',
   'relay_sms',
+  // Delisting (src/delisting): each step of a request, with its id in the detail. A request
+  // belongs to no account: these are recorded with none, or the deciding operator's account.
+  'delist_requested',
+  'delist_mailed',
+  'delist_confirmed',
+  'delist_approved',
+  'delist_rejected',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 /** Kinds that are written to audit_events (relay_* come from relay_messages). */
@@ -35,7 +42,8 @@ export type RecordedKind = Exclude<AuditKind, 'relay_mail' | 'relay_sms'>;
 export type Actor = 'web' | 'cli' | 'stripe' | 'webhook' | 'api';
 
 export interface AuditEntry {
-  accountId: number;
+  /** null: a step that belongs to no account (a delisting request, the operator's CLI). */
+  accountId: number | null;
   kind: RecordedKind;
   actor: Actor;
   ip?: string;

@@ -80,7 +80,7 @@ export function accountCommands(program: Command, withDatabase: WithDatabase, pr
       const purged = await withDatabase((db) => purgeAccounts(db.pool, systemClock, purgeSettingsOf(config)));
       print(purged ?? { busy: true }, !!opts.json, () =>
         purged
-          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents, ${purged.relayMessages} relay messages, ${purged.usageCounters} usage counters, ${purged.hourlyRollups} hourly statistics rows, ${purged.unverifiedAccounts} unconfirmed accounts`
+          ? `purged ${purged.sessions} sessions, ${purged.links} links and invites, ${purged.throttle} throttle windows, ${purged.audit} audit events, ${purged.keySites} key sites, ${purged.relayPayloads} relay message contents, ${purged.relayMessages} relay messages, ${purged.usageCounters} usage counters, ${purged.hourlyRollups} hourly statistics rows, ${purged.unverifiedAccounts} unconfirmed accounts, ${purged.whitelistExpired} expired whitelist entries, ${purged.delistRequests.expired} delisting requests expired and ${purged.delistRequests.deleted} deleted`
           : 'another process is purging right now',
       );
     });

@@ -24,6 +24,7 @@ import { TEMPLATES_TTL_MS } from '../relay/delivery/templates.js';
 import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/rulesets.js';
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
+import { delistCommands } from './delist.js';
 import { maintainReports } from '../account/purge-job.js';
 import { DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
 import type { Bouncer } from '../crowdsec/repository.js';
@@ -187,7 +188,7 @@ export function createProgram(io: CliIo): Command {
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
       const entries = await withServices((s) => s.whitelist.list());
-      print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}`.trimEnd()).join('\n') || 'the whitelist is empty');
+      print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}${e.expiresAt ? `  (until ${e.expiresAt})` : ''}`.trimEnd()).join('\n') || 'the whitelist is empty');
     });
 
   const bundles = program.command('bundles').description('prepaid relay bundles (the payment webhook does the same)');
@@ -588,6 +589,7 @@ export function createProgram(io: CliIo): Command {
     });
 
   accountCommands(program, withDatabase, print, io.env);
+  delistCommands(program, (work) => withServices(work), print);
 
   return program;
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { AccountEntity, ApiKeyEntity, ThreatCategoryEntity } from './entities.js';
 import { accountsEntities } from './entities/accounts.js';
 import { blacklistEntities } from './entities/blacklist.js';
+import { delistingEntities } from './entities/delisting.js';
 import { keysEntities } from './entities/keys.js';
 import { notificationsEntities } from './entities/notifications.js';
 import { relayEntities } from './entities/relay.js';
@@ -33,6 +34,7 @@ const entities = [
   ...relayEntities,
   ...accountsEntities,
   ...notificationsEntities,
+  ...delistingEntities,
 ];
 
 /**

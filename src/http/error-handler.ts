@@ -78,7 +78,7 @@ interface Mapped {
 }
 
 /** The status of each kind of domain error: the one place the domain meets HTTP. */
-const STATUS_OF: Record<ErrorKind, number> = {
+export const STATUS_OF: Record<ErrorKind, number> = {
   invalid_input: 400,
   payment_required: 402,
   forbidden: 403,

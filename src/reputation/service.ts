@@ -102,6 +102,11 @@ function unreportable(address: Address): string | undefined {
   return reason && `${address.text} is ${reason} and cannot be reported.`;
 }
 
+/** The operator's latest delisting decision on an address (delisting/service.ts), shown on GET /reports/{ip}. */
+export interface DelistingDecisions {
+  decisionFor(ip: string): Promise<{ status: 'approved' | 'rejected'; range: string; decidedAt: string; whitelistUntil: string | null } | undefined>;
+}
+
 export class ReputationService {
   private readonly batcher: ReportBatcher;
 
@@ -114,13 +119,15 @@ export class ReputationService {
     private readonly categories: CategoryService,
     private readonly geo: GeoIp,
     private readonly clock: Clock,
-    reports: { batching: ReportBatching; quota?: Quota } = { batching: { ms: 0, max: 1 } },
+    reports: { batching: ReportBatching; quota?: Quota; delistings?: DelistingDecisions } = { batching: { ms: 0, max: 1 } },
   ) {
     this.quota = reports.quota;
+    this.delistings = reports.delistings;
     this.batcher = new ReportBatcher((batch, afterWrite) => this.store(batch, afterWrite), this.quota, reports.batching);
   }
 
   private readonly quota: Quota | undefined;
+  private readonly delistings: DelistingDecisions | undefined;
 
   /** The quota, for a use case a payer pays for. */
   private paying(payer: Payer, units: number) {
@@ -499,9 +506,10 @@ export class ReputationService {
     within('page', page, 1, HISTORY_PAGE_MAX);
     within('per_page', perPage, 1, HISTORY_PER_PAGE_MAX);
     const parsed = this.parse(ip);
-    const [aggregate, reports] = await Promise.all([
+    const [aggregate, reports, delisting] = await Promise.all([
       this.repository.findOne(parsed.text),
       this.repository.history(parsed.text, perPage, (page - 1) * perPage),
+      this.delistings?.decisionFor(parsed.text),
     ]);
     const total = aggregate.reportRows;
     return {
@@ -511,6 +519,7 @@ export class ReputationService {
       page,
       per_page: perPage,
       total_pages: Math.ceil(total / perPage),
+      ...(delisting ? { delisting } : {}),
     };
   }
 

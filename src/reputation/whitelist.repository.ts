@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WhitelistRangeEntity } from '../db/entities/reputation.js';
+import type { Queryable } from '../db/pool.js';
 import { normaliseRange, type WhitelistEntry } from './whitelist.js';
 
 /**
@@ -24,6 +25,26 @@ export class Whitelist {
 
   async list(): Promise<WhitelistEntry[]> {
     const ranges = await this.em.fork().find(WhitelistRangeEntity, {}, { orderBy: { range: 'asc' } });
-    return ranges.map((r) => ({ range: r.range, note: r.note, createdAt: r.createdAt.toISOString() }));
+    return ranges.map((r) => ({ range: r.range, note: r.note, createdAt: r.createdAt.toISOString(), expiresAt: r.expiresAt ? r.expiresAt.toISOString() : null }));
   }
+}
+
+/**
+ * Whitelists a range until `until` (an approved delisting), on the caller's transaction. An entry
+ * the operator made without an end keeps having none; one with an end keeps the later of the two.
+ */
+export async function whitelistUntil(db: Queryable, range: string, note: string, until: Date): Promise<void> {
+  await db.query(
+    `insert into whitelist (range, note, expires_at) values ($1::cidr, $2, $3)
+     on conflict (range) do update
+       set note = excluded.note,
+           expires_at = case when whitelist.expires_at is null then null else greatest(whitelist.expires_at, excluded.expires_at) end`,
+    [range, note, until],
+  );
+}
+
+/** Deletes the entries whose time is over (the hourly purge); their addresses are listed again at the next regeneration if still reported. */
+export async function purgeExpiredWhitelist(db: Queryable, now: Date): Promise<number> {
+  const { rowCount } = await db.query('delete from whitelist where expires_at is not null and expires_at <= $1', [now]);
+  return rowCount ?? 0;
 }

@@ -4,6 +4,8 @@ export interface WhitelistEntry {
   range: string;
   note: string;
   createdAt: string;
+  /** Until when it holds (an approved delisting); null: until removed. */
+  expiresAt: string | null;
 }
 
 export class WhitelistError extends Error {}

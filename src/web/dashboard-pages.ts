@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import type { DelistPageDeps } from './delist-pages.js';
 import { AccountError } from '../account/accounts.js';
 import { AUDIT_KINDS, auditCsv, type AuditFilter, type AuditKind } from '../audit/trail.js';
 import { ACTIVE_KEYS_MAX, hasAuditTrail } from '../account/dashboard.js';
@@ -37,7 +38,7 @@ function auditFilter(query: Request['query']): AuditFilter & { fromText: string;
 }
 
 /** The dashboard: role, limits and usage, keys, sites, relay quota and bundles, reports, audit. */
-export function dashboardPages(deps: WebDeps) {
+export function dashboardPages(deps: WebDeps & Partial<Pick<DelistPageDeps, 'reviewers'>>) {
   const ctx = (res: Response) => pageContext(deps, res);
 
   async function show(res: Response, extra: Record<string, unknown> = {}, status = 200) {
@@ -53,6 +54,7 @@ export function dashboardPages(deps: WebDeps) {
         ...overview,
         forSale: overview.bundleEligible ? (deps.stripe?.forSale() ?? []) : [],
         whiteLabel: hasAuditTrail(account.role),
+        delistReviewer: !!deps.reviewers?.includes(account.email.toLowerCase()),
         keysMax: ACTIVE_KEYS_MAX,
         keyCacheNote: true,
         ...extra,

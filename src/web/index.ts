@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AuditTrail } from '../audit/repository.js';
 import { Dashboard } from '../account/dashboard.js';
-import { AccountMailer } from '../account/mailer.js';
+import { AccountMailer, accountTransport } from '../account/mailer.js';
 import { sharedSecret } from '../account/secrets.repository.js';
 import { HashGate } from '../account/passwords.js';
 import { Sessions } from '../account/sessions.repository.js';
@@ -18,10 +17,10 @@ import { KeyService } from '../keys/service.js';
 import type { Meter } from '../keys/usage.repository.js';
 import { CheckoutSessions } from '../payments/checkouts.repository.js';
 import { StripePayments } from '../payments/stripe.js';
-import { createMailOutbox, createMailTransport, type MailTransport } from '../relay/delivery/mail.js';
 import type { RelayService } from '../relay/service.js';
 import type { ReputationService } from '../reputation/service.js';
 import type { StatsService } from '../stats/service.js';
+import type { DelistService } from '../delisting/service.js';
 import { Assets, Pages } from './render.js';
 import { webRouter } from './router.js';
 
@@ -40,19 +39,9 @@ export interface WebParts {
   categories: CategoryService;
   reputation: ReputationService;
   relay: RelayService;
-}
-
-/**
- * The account mails go through the transport the relay is configured with (SMTP or the
- * development outbox), from ACCOUNT_MAIL_FROM or the relay's From, DKIM-signed alike. They are
- * few, so each gets a connection of its own: none stays open for the process to close.
- */
-function accountTransport(mail: RelayConfig['mail'], from: string | undefined): MailTransport | undefined {
-  if (!mail) return undefined;
-  const dkim = mail.dkim && { domainName: mail.dkim.domainName, keySelector: mail.dkim.keySelector, privateKey: readFileSync(mail.dkim.keyFile, 'utf8') };
-  return mail.transport === 'outbox'
-    ? createMailOutbox({ dir: mail.dir, from: from ?? mail.from, dkim })
-    : createMailTransport({ smtpUrl: mail.smtpUrl, from: from ?? mail.from, dkim, pooled: false });
+  /** Delisting: the service the /delist pages share with the API, and the accounts that review on the dashboard. */
+  delisting: DelistService;
+  delistReviewers: readonly string[];
 }
 
 /** The pages, built from the app's own services, and Stripe's client where configured (its webhook is the app's). */
@@ -84,6 +73,8 @@ export function buildWeb(parts: WebParts): { pages: Router; stripe: StripePaymen
     categories: parts.categories,
     reputation: parts.reputation,
     stripe,
+    delisting: parts.delisting,
+    reviewers: parts.delistReviewers,
     csrfKey: () => {
       csrfKey ??= sharedSecret(parts.orm.em, 'csrf');
       csrfKey.catch(() => (csrfKey = undefined));

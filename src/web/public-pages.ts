@@ -17,7 +17,8 @@ import { pageContext, type WebDeps } from './context.js';
 export const HOME_PAGE_COST = 2;
 export const LOOKUP_COST = 1;
 
-async function charge(deps: WebDeps, req: Request, res: Response, units: number): Promise<boolean> {
+/** Charges `units` of the visitor's public allowance; past it, answers 429 with a page and returns false. */
+export async function charge(deps: WebDeps, req: Request, res: Response, units: number): Promise<boolean> {
   const result = await deps.meter.chargeSubject({ sourceIp: sourceIp(req) }, 'public', units);
   setRateLimitHeaders(res, result, deps.clock);
   if (result.allowed) return true;

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { authPages } from './auth-pages.js';
 import { FormError, requireAccount, requireCsrf, webContext, type WebDeps } from './context.js';
 import { dashboardPages } from './dashboard-pages.js';
+import { delistPages, type DelistPageDeps } from './delist-pages.js';
 import { publicPages } from './public-pages.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { DomainError } from '../errors.js';
@@ -13,7 +14,7 @@ import { incidentLogger } from '../logging.js';
  * urlencoded body of at most 16 KiB and 20 fields, every field a single string of a bounded
  * length (context.ts `field`), a CSRF token on every POST.
  */
-export function webRouter(deps: WebDeps): Router {
+export function webRouter(deps: WebDeps & DelistPageDeps): Router {
   const router = express.Router({ strict: true, caseSensitive: true });
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20, type: 'application/x-www-form-urlencoded' });
   const page = webContext(deps);
@@ -21,6 +22,7 @@ export function webRouter(deps: WebDeps): Router {
   const pub = publicPages(deps);
   const auth = authPages(deps);
   const dash = dashboardPages(deps);
+  const delist = delistPages(deps);
 
   router.get('/assets/:file', (req, res, next) => {
     if (!deps.pages.assets.serve(req, res)) next();
@@ -48,6 +50,13 @@ export function webRouter(deps: WebDeps): Router {
   router.post('/account/bundles/:bundleId/buy', form, page, csrf, requireAccount, dash.buy);
   router.get('/account/audit', page, requireAccount, dash.audit);
   router.get('/account/audit.csv', page, requireAccount, dash.auditCsv);
+
+  router.get('/delist', page, delist.form);
+  router.post('/delist', form, page, csrf, delist.submit);
+  router.get('/delist/:id', page, delist.status);
+  router.get('/account/delisting', page, requireAccount, delist.review);
+  router.post('/account/delisting/:id/approve', form, page, csrf, requireAccount, delist.approve);
+  router.post('/account/delisting/:id/reject', form, page, csrf, requireAccount, delist.reject);
 
   router.use(pageErrors(deps));
   return router;

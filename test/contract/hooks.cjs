@@ -165,6 +165,7 @@ const UNPROCESSABLE = {
   abuseipdbBulkReport: (t) => setMultipart(t, ''),
   abuseipdbCheckBlock: (t) => setQuery(t, 'network', '45.0.0.0/8'),
   abuseipdbClearAddress: (t) => setQuery(t, 'ipAddress', 'nope'),
+  createDelistRequest: (t) => setBody(t, { ip: '10.0.0.1', email: 'owner@example.com', reason: 'Private.' }),
 };
 
 /** A multipart body with the CSV file of a bulk report (Dredd sends no body for multipart operations). */
@@ -189,6 +190,8 @@ const TOO_MANY = {
   listCategories: exhaustedAddress,
   getAttackMapData: exhaustedAddress,
   getStatistics: exhaustedAddress,
+  createDelistRequest: exhaustedAddress,
+  getDelistRequest: exhaustedAddress,
   checkIp: (t) => setKey(t, keys.free_exhausted),
   checkBlock: (t) => setKey(t, keys.free_exhausted),
   abuseipdbCheck: (t) => setKey(t, keys.free_exhausted),
@@ -224,8 +227,21 @@ hooks.beforeEach((transaction) => {
   // Dredd sends every parameter's example: `since` would ask for a delta from a list never made.
   if (id === 'getBlacklist') removeQuery(transaction, 'since');
   if (id === 'abuseipdbBulkReport') setMultipart(transaction, BULK_CSV);
+  // A delisting request seeded by run-dredd.ts (`keys.delist_request`: its id and its token).
+  if (id === 'getDelistRequest' && status === '200') {
+    const [requestId, token] = keys.delist_request.split(':');
+    setPath(transaction, '0d7c5f3e-8a41-4c0e-9a51-3f1b2c7d9e10', requestId);
+    setQuery(transaction, 'token', token);
+  }
   switch (status) {
+    case '202':
+      // The example names a documentation address, which is never listed: ask for a public one.
+      if (id !== 'createDelistRequest') return skip(transaction, 'no 202 to stage');
+      setBody(transaction, { ip: '45.155.205.25', email: 'postmaster@example.com', reason: 'Contract test.' });
+      break;
     case '200': {
+      // An operation that answers 202 has no 200: this is its `default` (server error) response, which Dredd runs as a 200.
+      if (!operation.responses['200']) return skip(transaction, 'the default response of an operation without a 200');
       if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
       // One transaction per documented media type: ask for that format, skip pairs Dredd invents.
       const expectedType = String(transaction.expected.headers['Content-Type'] || '').split(';')[0];
@@ -261,6 +277,7 @@ hooks.beforeEach((transaction) => {
       setKey(transaction, keys[ROLE_FOR[id]]);
       if (id === 'getNotificationConfig') setQuery(transaction, 'site_url', 'https://never-saved.example');
       else if (id === 'getRuleset') setPath(transaction, 'scan_paths', 'tor_exits'); // not published
+      else if (id === 'getDelistRequest') break; // the example's id names no request
       else return skip(transaction, 'no 404 to stage');
       break;
     case '413':

@@ -43,7 +43,7 @@ export interface TestServer {
 
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'metricsLoopback' | 'rules' | 'blacklistCacheBytes' | 'reportBatching'>> & {
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'metricsLoopback' | 'rules' | 'blacklistCacheBytes' | 'reportBatching' | 'delisting'>> & {
     relay?: Partial<RelayConfig>;
     /** The pages' settings; `publicUrl` defaults to the test server's own origin. */
     web?: Partial<WebConfig>;
@@ -93,6 +93,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     keyCacheMs: options.config?.keyCacheMs ?? 0,
     blacklistCacheBytes: options.config?.blacklistCacheBytes ?? defaults.blacklistCacheBytes,
     reportBatching: options.config?.reportBatching ?? defaults.reportBatching,
+    delisting: options.config?.delisting ?? defaults.delisting,
     web: webConfig,
     stripe: options.config?.stripe,
   };

@@ -875,6 +875,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/delist-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for an address to be delisted
+         * @description Asks the operator to review an address (or a range no wider than a `/24` or
+         *     `/48`) for removal from the list. Anyone may ask, with or without a key.
+         *
+         *     A request made *from* the address itself (the caller's address equals `ip`,
+         *     lies in the range, or, for IPv6, in the same /64) is marked as `proven` and
+         *     reviewed first; any other request is not proven, and the answer says so. A
+         *     confirmation link is mailed to `email`; the request reaches the operator only
+         *     once it is opened (within 24 hours). The link also shows the status
+         *     (`GET /delist-requests/{id}`). An approval whitelists the address for a number
+         *     of days (30 by default): it leaves the next blacklist snapshot, and every
+         *     bouncer's next pull as a deletion. The requester is mailed the decision.
+         *
+         *     Bounds against abuse: one open request per address (a second is refused with
+         *     422 `delist_request_open`); one confirmation mail per address a day and
+         *     DELIST_MAILS_PER_RECIPIENT_DAILY (3) per recipient, past which the request is
+         *     stored but no mail goes out; DELIST_REQUESTS_PER_SOURCE_DAILY (5) requests per
+         *     source address (IPv6 /64) in 24 hours; a rejected address may not be asked for
+         *     again for 7 days (429 `delist_recently_rejected`). The reason is never mailed.
+         *
+         *     - **Access:** public, no key needed. A key that is sent must be valid.
+         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on the key's daily check quota.
+         */
+        post: operations["createDelistRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/delist-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show (and confirm) a delisting request
+         * @description Shows where a delisting request stands, to whoever holds the token of its
+         *     mailed link. Opening the link (this operation or the `/delist/{id}` page it
+         *     points at) confirms an unconfirmed request within its 24 hours: it becomes
+         *     `open` and reaches the operator. A wrong id and a wrong token are answered
+         *     alike with 404; the token is compared in constant time, and only its SHA-256
+         *     is stored.
+         *
+         *     - **Access:** public, no key needed. A key that is sent must be valid.
+         *     - **Quota:** without a key, +1 on the per-IP public limit; with a key, +1 on the key's daily check quota.
+         */
+        get: operations["getDelistRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/rules/{key}": {
         parameters: {
             query?: never;
@@ -1569,6 +1637,26 @@ export interface components {
         BlacklistText: string;
         /** @description The blacklist as CSV (RFC 4180 quoting, lines ending with a line feed). The first line is the header `ip,abuseConfidencePercentage,lastReportedAt,totalReports,categories`; then one line per address in the order of the JSON form, with the category ids joined by `|`. A delta (`since`) has a first column `change`, `removed` or `added` (removals first), the removed lines carrying the values the address had. */
         BlacklistCsv: string;
+        /** @description The operator's latest decision on a delisting request covering the address: `approved` (the address is whitelisted until `whitelistUntil` and off the list) or `rejected`. */
+        DelistingDecision: {
+            /**
+             * @description The decision.
+             * @enum {string}
+             */
+            status: "approved" | "rejected";
+            /** @description The address or range the request named, in CIDR notation. */
+            range: string;
+            /**
+             * Format: date-time
+             * @description When the operator decided.
+             */
+            decidedAt: string;
+            /**
+             * Format: date-time
+             * @description Approved only, until when the address is whitelisted.
+             */
+            whitelistUntil: string | null;
+        };
         /** @description One page of the reports about an address, newest first. */
         ReportPage: {
             /**
@@ -1586,6 +1674,8 @@ export interface components {
             per_page: number;
             /** @description Number of pages, `ceil(total / per_page)`; 0 when there are no reports. */
             total_pages: number;
+            /** @description Present when the operator decided a delisting request covering the address (`POST /delist-requests`): the latest decision, so that its reporters see why it left the list (or that it was kept). */
+            delisting?: components["schemas"]["DelistingDecision"];
         };
         /** @description Envelope of `GET /reports/{ip}`. */
         ReportPageEnvelope: {
@@ -1967,6 +2057,59 @@ export interface components {
              * @default
              */
             from_email: string;
+        };
+        /** @description A request to review an address (or range) for removal from the list. */
+        DelistRequestInput: {
+            /** @description The address, or a range in CIDR notation no wider than a `/24` (IPv4) or a `/48` (IPv6). Addresses that are never listed (private, reserved, documentation ranges) are refused with 422 `address_not_reportable`. */
+            ip: string;
+            /** @description Where the confirmation link and the decision are mailed. Never shown to anyone but the operator. */
+            email: string;
+            /** @description Why the address should come off the list. Seen by the operator only; never mailed. */
+            reason: string;
+        };
+        /** @description Where a delisting request stands, as its requester sees it. */
+        DelistRequestStatus: {
+            /**
+             * Format: uuid
+             * @description The request's id.
+             */
+            id: string;
+            /** @description The address, or the range in CIDR notation. */
+            ip: string;
+            /**
+             * @description `unconfirmed` until the mailed link is opened (24 hours), then `open` until the operator decides: `approved` (whitelisted until `whitelistUntil`) or `rejected`; `expired` when never confirmed or replaced by a proven request.
+             * @enum {string}
+             */
+            status: "unconfirmed" | "open" | "approved" | "rejected" | "expired";
+            /** @description Whether the request was made from the address itself (the caller's address equals it, lies in the range, or in the same IPv6 /64). Proven requests are reviewed first. */
+            proven: boolean;
+            /**
+             * Format: date-time
+             * @description When the request was made.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When its link was opened.
+             */
+            confirmedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator decided.
+             */
+            decidedAt: string | null;
+            /**
+             * Format: date-time
+             * @description Approved requests only, until when the address is whitelisted.
+             */
+            whitelistUntil: string | null;
+            /** @description The status (and, when just made, whether the request was proven) as a sentence. */
+            message: string;
+        };
+        /** @description Envelope of `POST /delist-requests` and `GET /delist-requests/{id}`. */
+        DelistRequestEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["DelistRequestStatus"];
         };
         /** @description A rule set signed by the operator. `payload` is a JSON text `{"key": "<rule set>", "version": <integer>, "rules": [...]}`; `signature` is the Ed25519 signature of exactly the UTF-8 bytes of `payload`, in standard base64. A client verifies the signature against the operator's public key before it parses the payload. At most 512 KiB of payload. */
         SignedRuleset: {
@@ -2386,6 +2529,49 @@ export interface components {
         /** @description `address_not_reportable`: the address is not globally routable. Nothing is stored or charged. */
         FeedbackUnprocessableEntity: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description Well formed but refused, with `code` saying why: `address_not_reportable` (the address is never listed: private, loopback, link-local, multicast, reserved or documentation range) or `delist_request_open` (a request for the same address is already waiting for confirmation or review). Nothing is stored or mailed. */
+        DelistUnprocessableEntity: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description Refused for a time, after `Retry-After` seconds: the caller's daily allowance is used up (`rate_limited`), its address (or IPv6 /64) made DELIST_REQUESTS_PER_SOURCE_DAILY requests in 24 hours (`delist_requests_exhausted`), or a request for the same address was rejected less than 7 days ago (`delist_recently_rejected`). */
+        DelistTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RateLimitedEnvelope"] | components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description No request has this id, or the token is not its token (the two are not told apart). */
+        DelistNotFound: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -3684,6 +3870,84 @@ export interface operations {
                 };
             };
             429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createDelistRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DelistRequestInput"];
+            };
+        };
+        responses: {
+            /** @description The request was stored; its confirmation link is mailed within the bounds above. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelistRequestEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequestBody"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["DelistUnprocessableEntity"];
+            429: components["responses"]["DelistTooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getDelistRequest: {
+        parameters: {
+            query: {
+                /**
+                 * @description The token of the mailed link (43 characters, base64url).
+                 * @example q3V0aGVudGljYXRpb25fdG9rZW5fZXhhbXBsZV8wMDE
+                 */
+                token: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The request's id, from the answer to `POST /delist-requests` or the mailed link.
+                 * @example 0d7c5f3e-8a41-4c0e-9a51-3f1b2c7d9e10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request's status (confirmed now, if it was waiting for this). */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelistRequestEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["DelistNotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
     };

@@ -58,7 +58,8 @@ export interface AuthThrottleWindow {
 export interface AuditEvent {
   [OptionalProps]?: 'actor' | 'ip' | 'detail';
   id: number;
-  account: Account;
+  /** Null for a step that belongs to no account (a delisting request, the operator's CLI). */
+  account: Account | null;
   at: Date;
   kind: string;
   actor: string;
@@ -143,7 +144,7 @@ export const AuditEventEntity = new EntitySchema<AuditEvent>({
   ],
   properties: {
     id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
-    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action' },
+    account: { kind: 'm:1', entity: 'Account', fieldName: 'account_id', deleteRule: 'cascade', updateRule: 'no action', nullable: true },
     at: { type: 'Date' },
     kind: { type: 'text' },
     actor: { type: 'text', default: '' },

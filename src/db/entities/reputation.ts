@@ -67,11 +67,13 @@ export interface IpFeedback {
 /** A range of the operator's whitelist (table `whitelist`). */
 export interface WhitelistRange {
   [PrimaryKeyProp]?: 'range';
-  [OptionalProps]?: 'note' | 'createdAt';
+  [OptionalProps]?: 'note' | 'createdAt' | 'expiresAt';
   /** CIDR, host bits cleared. */
   range: string;
   note: string;
   createdAt: Date;
+  /** Until when it holds (an approved delisting); null: until removed. The hourly purge removes it after. */
+  expiresAt: Date | null;
 }
 
 export const ReportEntity = new EntitySchema<Report>({
@@ -157,6 +159,7 @@ export const WhitelistRangeEntity = new EntitySchema<WhitelistRange>({
     range: { type: 'string', columnType: 'cidr', primary: true },
     note: { type: 'text', default: '' },
     createdAt: { type: 'Date', fieldName: 'created_at', defaultRaw: 'now()' },
+    expiresAt: { type: 'Date', fieldName: 'expires_at', nullable: true },
   },
 });
 
