@@ -43,8 +43,11 @@ begin
 
   lock table reports in access exclusive mode;
   alter table reports rename to reports_before;
+  -- Its primary key on id alone goes: the partitioned table's key, (id, reported_at), takes the
+  -- unique index made above as the partition's, and PostgreSQL 17 (the embedded database) refuses
+  -- a partition that has a primary key of its own. Dropping a constraint reads no rows.
   select conname into key_name from pg_constraint where conrelid = 'reports_before'::regclass and contype = 'p';
-  execute format('alter table reports_before rename constraint %I to reports_before_pkey', key_name);
+  execute format('alter table reports_before drop constraint %I', key_name);
   -- Its foreign key's name goes to the partitioned table's (the partition's becomes its child).
   select conname into key_name from pg_constraint where conrelid = 'reports_before'::regclass and contype = 'f';
   execute format('alter table reports_before rename constraint %I to reports_before_account_id_fkey', key_name);
