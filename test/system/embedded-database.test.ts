@@ -5,6 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { connectDatabase } from '../../src/db/connect.js';
 import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.js';
 import { projectRoot } from '../../src/openapi.js';
 
@@ -73,5 +75,17 @@ describe('the embedded database', () => {
       c.connect().then(() => { console.log('CONNECTED'); return c.end(); }, (e) => { console.log('REFUSED ' + e.code); });`;
     const result = spawnSync(process.execPath, ['-e', script, db.url], { uid: 65534, gid: 65534, cwd: projectRoot, encoding: 'utf8', timeout: 20_000 });
     expect(result.stdout.trim()).toBe('REFUSED EACCES');
+  });
+
+  it('takes every migration on a fresh data folder, as `npm start` without DATABASE_URL does', { timeout: 120_000 }, async () => {
+    // The embedded database is PostgreSQL 17: a migration that only the server's version
+    // accepts (the partitioned reports did, once) would stop the first start of a newcomer.
+    const fresh = await connectDatabase({ databaseUrl: undefined, dataDir: path.join(dataDir, 'fresh'), dbPoolMax: 2 }, pino({ level: 'silent' }), { migrate: 'apply' });
+    try {
+      const { rows } = await fresh.pool.query<{ partitions: number }>("select count(*)::int as partitions from pg_inherits where inhparent = 'reports'::regclass");
+      expect(rows[0]!.partitions).toBeGreaterThanOrEqual(5);
+    } finally {
+      await fresh.close();
+    }
   });
 });
