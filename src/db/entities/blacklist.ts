@@ -105,4 +105,79 @@ export const BouncerEntity = new EntitySchema<Bouncer>({
   },
 });
 
-export const blacklistEntities = [BlacklistSnapshotEntity, BlacklistEntryEntity, BouncerEntity];
+/**
+ * A listed address as the regeneration last scored it (the whitelist left out): a snapshot is
+ * written from these. `changesAt`: the last moment the score is known to hold (its decay crosses
+ * to a lower integer just after); null when it never changes again.
+ */
+export interface BlacklistScore {
+  ip: string;
+  score: number;
+  lastReportedAt: Date;
+  totalReports: number;
+  categories: number[];
+  countryCode: string | null;
+  changesAt: Date | null;
+}
+
+/** An address whose inputs changed since the last regeneration (appended by triggers). */
+export interface BlacklistDirty {
+  id: number;
+  ip: string;
+}
+
+/** The one row saying when `blacklist_scores` was last scored whole (`fullAt`) and at all (`scoredAt`). */
+export interface BlacklistRegeneration {
+  id: number;
+  fullAt: Date;
+  scoredAt: Date;
+}
+
+export const BlacklistScoreEntity = new EntitySchema<BlacklistScore>({
+  name: 'BlacklistScore',
+  tableName: 'blacklist_scores',
+  indexes: [
+    { name: 'blacklist_scores_changes_idx', properties: ['changesAt'] },
+    {
+      name: 'blacklist_scores_order_idx',
+      expression: 'CREATE INDEX blacklist_scores_order_idx ON blacklist_scores USING btree (score DESC, last_reported_at DESC, ip)',
+    },
+  ],
+  properties: {
+    ip: { type: 'text', primary: true },
+    score: { type: 'smallint' },
+    lastReportedAt: { type: 'Date', fieldName: 'last_reported_at' },
+    totalReports: { type: 'integer', fieldName: 'total_reports' },
+    categories: { type: numberArray(), columnType: 'smallint[]' },
+    countryCode: { type: 'text', fieldName: 'country_code', nullable: true },
+    changesAt: { type: 'Date', fieldName: 'changes_at', nullable: true },
+  },
+});
+
+export const BlacklistDirtyEntity = new EntitySchema<BlacklistDirty>({
+  name: 'BlacklistDirty',
+  tableName: 'blacklist_dirty',
+  properties: {
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
+    ip: { type: 'text' },
+  },
+});
+
+export const BlacklistRegenerationEntity = new EntitySchema<BlacklistRegeneration>({
+  name: 'BlacklistRegeneration',
+  tableName: 'blacklist_regeneration',
+  properties: {
+    id: { type: 'smallint', primary: true, autoincrement: false },
+    fullAt: { type: 'Date', fieldName: 'full_at' },
+    scoredAt: { type: 'Date', fieldName: 'scored_at' },
+  },
+});
+
+export const blacklistEntities = [
+  BlacklistSnapshotEntity,
+  BlacklistEntryEntity,
+  BouncerEntity,
+  BlacklistScoreEntity,
+  BlacklistDirtyEntity,
+  BlacklistRegenerationEntity,
+];
