@@ -3,7 +3,7 @@ import QueryStream from 'pg-query-stream';
 import type { Clock } from '../clock.js';
 import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import type { IpStats } from '../db/entities/reputation.js';
-import { readerOf, transaction, type Pool, type Queryable, type Read } from '../db/pool.js';
+import { readerOf, transaction, type Connection, type Pool, type Queryable, type Read } from '../db/pool.js';
 import { sql } from '../db/sql.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
 
@@ -14,9 +14,9 @@ const HEAD = {
 };
 const toHead = (row: HeadRow | undefined): SnapshotHead | undefined =>
   row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };
-import { silentProgress, type Progress } from '../progress.js';
+import { silentProgress, type Progress, type Step } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
-import { scoreAggregate } from '../reputation/score.js';
+import { scoreAggregate, scoreHoldsUntil, toScoreInput } from '../reputation/score.js';
 import { BLACKLIST_CATEGORIES } from './groups.js';
 
 /** Any stable 64-bit number: the lock that lets one process at a time regenerate on schedule. */
@@ -176,6 +176,10 @@ export interface RegenerationResult {
   changed: boolean;
   entries: number;
   generatedAt: Date;
+  /** Whether every address was scored again (else only the changed ones and those whose score stopped holding). */
+  full: boolean;
+  /** How many addresses were scored. */
+  rescored: number;
 }
 
 const BATCH = 10_000;
@@ -206,7 +210,8 @@ export class BlacklistSnapshots {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly scoreOf: (aggregate: IpAggregate) => number,
+    /** An address's score at `now`, and the last moment it holds (reputation/score.ts, scoreHoldsUntil). */
+    private readonly scoreOf: (aggregate: IpAggregate, now: Date) => { score: number; holdsUntil: Date | null },
     /** Earlier snapshots kept beside the current one (BLACKLIST_HISTORY), for deltas. */
     private readonly history = DEFAULT_HISTORY,
   ) {
@@ -365,22 +370,34 @@ export class BlacklistSnapshots {
     return { rows: rows as AsyncIterable<T>, release };
   }
 
-  /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
-  async regenerate(progress: Progress = silentProgress): Promise<RegenerationResult> {
-    return (await this.regenerateIf(async () => true, progress))!;
+  /**
+   * Regenerates now (the command line's `trs blacklist regenerate`), waiting for a scheduled
+   * regeneration under way to end first. Incremental unless `full` (see regenerateIf).
+   */
+  async regenerate(progress: Progress = silentProgress, options: { full?: boolean } = {}): Promise<RegenerationResult> {
+    const locked = async (client: Queryable) => {
+      await client.query('select pg_advisory_xact_lock($1)', [REGENERATION_LOCK]);
+      return true;
+    };
+    return (await this.regenerateIf(locked, progress, options))!;
   }
 
   /**
    * The scheduled regeneration: once across every process (the first to take the lock), and
-   * only when the last snapshot was checked `intervalMs` ago or more.
+   * only when the last snapshot was checked `intervalMs` ago or more. Incremental, with a full
+   * pass when the last one is `fullEveryMs` old (the safety net).
    */
-  regenerateIfDue(intervalMs: number): Promise<RegenerationResult | undefined> {
-    return this.regenerateIf(async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
-      if (!rows[0]!.locked) return false;
-      const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
-      return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= intervalMs;
-    });
+  regenerateIfDue(intervalMs: number, fullEveryMs = DEFAULT_FULL_EVERY_MS): Promise<RegenerationResult | undefined> {
+    return this.regenerateIf(
+      async (client) => {
+        const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
+        if (!rows[0]!.locked) return false;
+        const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
+        return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= intervalMs;
+      },
+      silentProgress,
+      { fullEveryMs },
+    );
   }
 
   /**
@@ -390,75 +407,61 @@ export class BlacklistSnapshots {
    * runs one transaction at a time, and behind a transaction-mode pooler, which keeps no
    * session (and no session lock) from one transaction to the next. Scoring a million addresses
    * takes longer than the request path's statement timeout: the transaction lifts it.
+   *
+   * The scores live in `blacklist_scores`, each with the last moment it holds. An incremental
+   * pass rescores only the addresses whose inputs changed (`blacklist_dirty`, written by
+   * triggers) and those whose score stops holding before now; the others are carried forward as
+   * they are, which is exact because a score only changes at those moments
+   * (reputation/score.ts, scoreHoldsUntil). A full pass rescores every address: when asked
+   * (`full`), when the last full pass is `fullEveryMs` old, when nothing was scored yet, or when
+   * the clock stands before the last pass (scores only hold forward in time).
    */
   async regenerateIf(
     condition: (client: Queryable) => Promise<boolean>,
     progress: Progress = silentProgress,
+    options: { full?: boolean; fullEveryMs?: number } = {},
   ): Promise<RegenerationResult | undefined> {
     const now = this.clock.now();
     return transaction(this.pool, async (client) => {
       if (!(await condition(client))) return undefined;
-      // Counting costs a scan of ip_stats: only done when someone watches.
-      const total =
-        progress === silentProgress ? 1 : (await client.query<{ n: number }>('select count(*)::int as n from ip_stats')).rows[0]!.n;
-      const scoring = progress.step('blacklist: scoring addresses', total);
-      await client.query(`
-        create temporary table blacklist_staging (
-          ip text not null, score smallint not null, last_reported_at timestamptz not null,
-          total_reports integer not null, categories smallint[] not null, country_code text
-        ) on commit drop`);
-      await client.query(
-        `declare reported no scroll cursor for
-           select s.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
-                  s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
-                  s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
-                  s.positive_feedback as "positiveFeedback"
-             from ip_stats s
-            where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
+      const { rows: [state] } = await client.query<{ full_at: Date; scored_at: Date }>(
+        'select full_at, scored_at from blacklist_regeneration where id = 1 for update',
       );
-      for (;;) {
-        const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
-        if (rows.length === 0) break;
-        const scores = rows.map((r) => this.scoreOf({ ...r, whitelisted: false }));
-        await client.query(
-          `insert into blacklist_staging
-           select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
-             from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[])
-               as v(ip, score, last_reported_at, total_reports, categories, country_code)`,
-          [
-            rows.map((r) => r.ip),
-            scores,
-            rows.map((r) => r.lastReportedAt),
-            rows.map((r) => r.totalReports),
-            rows.map((r) => `{${r.categories.join(',')}}`),
-            rows.map((r) => r.countryCode),
-          ],
-        );
-        scoring.advance(rows.length);
-      }
-      await client.query('close reported');
-      scoring.done();
+      const full =
+        !!options.full ||
+        !state ||
+        now < state.scored_at ||
+        (options.fullEveryMs !== undefined && now.getTime() - state.full_at.getTime() >= options.fullEveryMs);
+      const rescored = full ? await this.rescoreAll(client, now, progress) : await this.rescoreChanged(client, now, progress);
+      await client.query(
+        `insert into blacklist_regeneration (id, full_at, scored_at) values (1, $1, $2)
+         on conflict (id) do update set full_at = excluded.full_at, scored_at = excluded.scored_at`,
+        [full ? now : state!.full_at, now],
+      );
       const writing = progress.step('blacklist: writing the snapshot');
+      const current = await client.query<{ id: number; content_hash: string; generated_at: Date; entry_count: number }>(
+        'select id, content_hash, generated_at, entry_count from blacklist_snapshots order by id desc limit 1 for update',
+      );
+      const head = current.rows[0];
+      const unchanged = async (entries: number) => {
+        await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head!.id, now]);
+        writing.done({ changed: false });
+        return { snapshotId: head!.id, changed: false, entries, generatedAt: head!.generated_at, full, rescored: rescored.count };
+      };
+      // No rescored entry differs from what it was: the current snapshot stands, unread.
+      if (head && !full && !rescored.changed) return unchanged(head.entry_count);
 
       const { rows: [summary] } = await client.query<{ hash: string; total: number }>(
         `select md5(coalesce(string_agg(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)::bigint
                                         || ' ' || total_reports || ' ' || categories::text,
                                         ',' order by score desc, last_reported_at desc, ip), '')) as hash,
                 count(*)::int as total
-           from blacklist_staging`,
+           from blacklist_scores`,
       );
-      const current = await client.query<{ id: number; content_hash: string; generated_at: Date }>(
-        'select id, content_hash, generated_at from blacklist_snapshots order by id desc limit 1 for update',
-      );
-      const head = current.rows[0];
-      if (head && head.content_hash === summary!.hash) {
-        await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head.id, now]);
-        writing.done({ changed: false });
-        return { snapshotId: head.id, changed: false, entries: summary!.total, generatedAt: head.generated_at };
-      }
+      if (head && head.content_hash === summary!.hash) return unchanged(summary!.total);
 
       const { rows: byScore } = await client.query<{ score: number; count: number }>(
-        'select score, count(*)::int as count from blacklist_staging group by score',
+        'select score, count(*)::int as count from blacklist_scores group by score',
       );
       const scorePositions = new Array<number>(101).fill(0);
       for (const { score, count } of byScore) scorePositions[score] = count;
@@ -475,7 +478,7 @@ export class BlacklistSnapshots {
                                         refresh_phase)
          select $1, row_number() over (order by score desc, last_reported_at desc, ip), ip, score, last_reported_at,
                 total_reports, categories, country_code, (hashtextextended(ip, 0) & 2147483647) % $2
-           from blacklist_staging`,
+           from blacklist_scores`,
         [created!.id, REFRESH_CYCLE_SECONDS],
       );
       // Fresh statistics, or the planner reads a million new rows as a few hundred and sorts.
@@ -485,8 +488,86 @@ export class BlacklistSnapshots {
         this.history,
       ]);
       writing.done({ changed: true, entries: summary!.total });
-      return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now };
+      return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now, full, rescored: rescored.count };
     }, { long: true });
+  }
+
+  /** A full pass: every reported address (the whitelist left out) scored again into blacklist_scores. */
+  private async rescoreAll(client: Connection, now: Date, progress: Progress): Promise<{ count: number; changed: boolean }> {
+    // What the triggers noted up to now is in this pass; what they note after it, in the next.
+    await client.query('delete from blacklist_dirty');
+    await client.query('truncate blacklist_scores');
+    // Counting costs a scan of ip_stats: only done when someone watches.
+    const total = progress === silentProgress ? 1 : (await client.query<{ n: number }>('select count(*)::int as n from ip_stats')).rows[0]!.n;
+    const count = await this.score(client, now, progress.step('blacklist: scoring every address', total), 'ip_stats s');
+    await client.query('analyze blacklist_scores');
+    return { count, changed: true };
+  }
+
+  /**
+   * An incremental pass: the addresses the triggers noted since the last pass, and those whose
+   * score stops holding before `now`, scored again; every other score is carried forward.
+   * `changed`: whether any of them differs from what it was (or left, or came).
+   */
+  private async rescoreChanged(client: Connection, now: Date, progress: Progress): Promise<{ count: number; changed: boolean }> {
+    await client.query('create temporary table blacklist_rescore (ip text primary key) on commit drop');
+    // Rows a writer commits after this statement stay for the next pass (the table has no unique
+    // key: a writer's append never waits on this delete).
+    await client.query('with noted as (delete from blacklist_dirty returning ip) insert into blacklist_rescore select distinct ip from noted');
+    await client.query('insert into blacklist_rescore select ip from blacklist_scores where changes_at < $1 on conflict do nothing', [now]);
+    await client.query(
+      `create temporary table blacklist_previous on commit drop as
+         with gone as (delete from blacklist_scores s using blacklist_rescore r where s.ip = r.ip returning s.*)
+         select ip, score, last_reported_at, total_reports, categories, country_code from gone`,
+    );
+    const { rows: [size] } = await client.query<{ n: number }>('select count(*)::int as n from blacklist_rescore');
+    const count = await this.score(client, now, progress.step('blacklist: scoring changed addresses', size!.n), 'ip_stats s join blacklist_rescore r on r.ip = s.ip');
+    const { rows: [diff] } = await client.query<{ changed: boolean }>(
+      `with rescored as (select s.ip, s.score, s.last_reported_at, s.total_reports, s.categories, s.country_code
+                           from blacklist_scores s join blacklist_rescore r on r.ip = s.ip)
+       select exists (select * from rescored except select * from blacklist_previous)
+           or exists (select * from blacklist_previous except select * from rescored) as changed`,
+    );
+    return { count, changed: diff!.changed };
+  }
+
+  /** Scores the addresses of `from` (ip_stats as `s`; the whitelist left out) into blacklist_scores, a batch at a time. */
+  private async score(client: Connection, now: Date, scoring: Step, from: string): Promise<number> {
+    await client.query(
+      `declare reported no scroll cursor for
+         select s.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+                s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
+                s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
+                s.positive_feedback as "positiveFeedback"
+           from ${from}
+          where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
+    );
+    let count = 0;
+    for (;;) {
+      const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
+      if (rows.length === 0) break;
+      const scored = rows.map((r) => this.scoreOf({ ...r, whitelisted: false }, now));
+      await client.query(
+        `insert into blacklist_scores (ip, score, last_reported_at, total_reports, categories, country_code, changes_at)
+         select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code, v.changes_at
+           from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[], $7::timestamptz[])
+             as v(ip, score, last_reported_at, total_reports, categories, country_code, changes_at)`,
+        [
+          rows.map((r) => r.ip),
+          scored.map((s) => s.score),
+          rows.map((r) => r.lastReportedAt),
+          rows.map((r) => r.totalReports),
+          rows.map((r) => `{${r.categories.join(',')}}`),
+          rows.map((r) => r.countryCode),
+          scored.map((s) => s.holdsUntil),
+        ],
+      );
+      count += rows.length;
+      scoring.advance(rows.length);
+    }
+    await client.query('close reported');
+    scoring.done();
+    return count;
   }
 
   private async computeStats(
@@ -498,14 +579,14 @@ export class BlacklistSnapshots {
     const { rows } = await client.query<{ id: number; count: number }>(
       `select g.id, count(b.ip)::int as count
          from unnest($1::int[], $2::text[]) as g(id, categories)
-         left join blacklist_staging b on b.score >= $3 and b.categories && g.categories::smallint[]
+         left join blacklist_scores b on b.score >= $3 and b.categories && g.categories::smallint[]
         group by g.id`,
       [BLACKLIST_CATEGORIES.map((c) => c.id), BLACKLIST_CATEGORIES.map((c) => `{${c.categories.join(',')}}`), COMMUNITY_MIN],
     );
     const counts = new Map(rows.map((r) => [r.id, r.count]));
     const { rows: countryRows } = await client.query<{ country_code: string; ips: number; avg: number }>(
       `select country_code, count(*)::int as ips, avg(score)::float8 as avg
-         from blacklist_staging where country_code is not null group by country_code`,
+         from blacklist_scores where country_code is not null group by country_code`,
     );
     return {
       countries: Object.fromEntries(
@@ -521,8 +602,16 @@ export class BlacklistSnapshots {
 
 /** Earlier snapshots kept by default: two hours of regenerations at the default interval. */
 export const DEFAULT_HISTORY = 8;
+/** The scheduled regeneration's full pass, its safety net under the incremental ones: daily by default. */
+export const DEFAULT_FULL_EVERY_MS = 86_400_000;
 
 /** The snapshots of a database, scored the way lookups score. */
 export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY): BlacklistSnapshots {
-  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history);
+  return new BlacklistSnapshots(pool, clock, scoreWithHold, history);
+}
+
+/** The score of an aggregate at `now` as lookups compute it, and the last moment it holds. */
+export function scoreWithHold(aggregate: IpAggregate, now: Date): { score: number; holdsUntil: Date | null } {
+  const score = scoreAggregate(aggregate, now).abuseConfidencePercentage;
+  return { score, holdsUntil: scoreHoldsUntil(toScoreInput(aggregate), now, score) };
 }
