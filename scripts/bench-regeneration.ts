@@ -141,24 +141,22 @@ async function measure(size: number): Promise<Row[]> {
 }
 
 /**
- * The incremental pass as a + b × rescored addresses, per address listed (a: what stays in
- * proportion to the list, writing the snapshot in PostgreSQL; b: scoring one address again),
- * fitted on the two changes at the largest size; the full pass as c × addresses.
+ * On paper: both passes write the whole snapshot (w per listed address, in PostgreSQL); the full
+ * one scores every address (s each), the incremental one only those it rescores. At the largest
+ * size, s = (full - incremental) / (addresses - rescored) and w = (incremental - s × rescored) /
+ * addresses, from the smallest change; the rescored share (change plus one interval of decay)
+ * is taken to stay the same share of a larger list.
  */
 function extrapolate(rows: Row[]): { size: number; change: number; full: number; incremental: number }[] {
   const largest = Math.max(...rows.map((r) => r.size));
-  const at = rows.filter((r) => r.size === largest).sort((x, y) => x.incremental.rescored - y.incremental.rescored);
-  const lo = at[0]!;
-  const hi = at[at.length - 1]!;
-  const b = (hi.incremental.ms - lo.incremental.ms) / Math.max(1, hi.incremental.rescored - lo.incremental.rescored);
-  const a = (lo.incremental.ms - b * lo.incremental.rescored) / largest;
-  const c = at.reduce((sum, r) => sum + r.full.ms, 0) / at.length / largest;
+  const at = rows.filter((r) => r.size === largest);
+  const perScore = at.reduce((sum, r) => sum + (r.full.ms - r.incremental.ms) / (largest - r.incremental.rescored), 0) / at.length;
+  const perEntry = at.reduce((sum, r) => sum + (r.incremental.ms - perScore * r.incremental.rescored) / largest, 0) / at.length;
   const out = [];
   for (const size of [10_000_000, 100_000_000]) {
     for (const r of at) {
-      // What decay alone adds per interval scales with the list, like the change.
       const rescored = (r.incremental.rescored / largest) * size;
-      out.push({ size, change: r.change, full: c * size, incremental: a * size + b * rescored });
+      out.push({ size, change: r.change, full: ((perScore + perEntry) * size) / 1000, incremental: (perEntry * size + perScore * rescored) / 1000 });
     }
   }
   return out;
