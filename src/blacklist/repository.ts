@@ -100,14 +100,25 @@ export interface EntryFilter {
 }
 
 /**
- * A list in a snapshot: the entries at positions up to `cutoff` that pass the filter. Entries
- * are ordered by score, so "the first `limit` entries that pass" is "those up to the position
- * of the `limit`-th one": every query of a list is a range of positions.
+ * The key of an entry in the list's order (score desc, last report desc, address); the time
+ * as PostgreSQL writes it, to the microsecond.
+ */
+export interface EntryKey {
+  score: number;
+  lastReportedAt: string;
+  ip: string;
+}
+
+/**
+ * A list in a snapshot: the snapshot's entries that score `filter.minScore` or more, pass the
+ * filter and come at or before `cutoff` in the list's order. Entries are ordered by score, so
+ * "the first `limit` entries that pass" is "those up to the `limit`-th one": every query of a
+ * list is a range of the order (`cutoff` null: no cut beyond the score).
  */
 export interface Selection {
   head: SnapshotHead;
   filter: EntryFilter;
-  cutoff: number;
+  cutoff: EntryKey | null;
 }
 
 /**
@@ -143,7 +154,6 @@ export type PhaseRanges = [number, number][];
 
 export const REFRESH_CYCLE_SECONDS = 43_200;
 
-const narrowed = (f: EntryFilter) => !!(f.categories?.length || f.family || f.onlyCountries?.length || f.exceptCountries?.length);
 
 /** The filter as SQL conditions on the entries of alias `t`, its values numbered from `$first`. */
 function filterSql(filter: EntryFilter, first: number, t = 'e'): { sql: string; values: unknown[] } {
@@ -160,16 +170,29 @@ function filterSql(filter: EntryFilter, first: number, t = 'e'): { sql: string; 
   return { sql: parts.map((part) => ` and ${part}`).join(''), values };
 }
 
-/** `snapshot_id = $n and position <= $n+1 and …` for a selection, on alias `t`. */
+/** The entries alive in snapshot `$n` (a version from it or before, not replaced by it or before), on alias `t`. */
+const aliveSql = (t: string, n: number) => `${t}.from_snapshot <= $${n} and (${t}.until_snapshot is null or ${t}.until_snapshot > $${n})`;
+
+/** The snapshot's entries, the score bound, the cut and the filter of a selection, on alias `t`. */
 function selectionSql(selection: Selection, first: number, t = 'e'): { sql: string; values: unknown[] } {
-  const filter = filterSql(selection.filter, first + 2, t);
-  return {
-    sql: `${t}.snapshot_id = $${first} and ${t}.position <= $${first + 1}${filter.sql}`,
-    values: [selection.head.id, selection.cutoff, ...filter.values],
-  };
+  const values: unknown[] = [selection.head.id, selection.filter.minScore];
+  let sql = `${aliveSql(t, first)} and ${t}.score >= $${first + 1}`;
+  const cut = selection.cutoff;
+  if (cut) {
+    const [s, l, i] = [first + 2, first + 3, first + 4];
+    sql += ` and ${t}.score >= $${s} and (${t}.score > $${s} or ${t}.last_reported_at > $${l}::timestamptz
+                or (${t}.last_reported_at = $${l}::timestamptz and ${t}.ip <= $${i}))`;
+    values.push(cut.score, cut.lastReportedAt, cut.ip);
+  }
+  const filter = filterSql(selection.filter, first + values.length, t);
+  return { sql: sql + filter.sql, values: [...values, ...filter.values] };
 }
 
-const ORDER = { list: 'position', address: 'ip::inet' } as const;
+/** The list's order, and the addresses' (IPv4 before IPv6, each ascending), on alias `t`. */
+const ORDER = {
+  list: (t: string) => `${t}.score desc, ${t}.last_reported_at desc, ${t}.ip`,
+  address: (t: string) => `${t}.ip::inet`,
+} as const;
 
 export interface RegenerationResult {
   snapshotId: number;
@@ -265,15 +288,15 @@ export class BlacklistSnapshots {
   /** The list a filter makes of a snapshot (one small query when it narrows beyond the score). */
   async select(head: SnapshotHead, filter: EntryFilter): Promise<Selection> {
     const byScore = head.scorePositions[filter.minScore] ?? 0;
-    if (!narrowed(filter) || filter.limit >= byScore) return { head, filter, cutoff: Math.min(byScore, filter.limit) };
-    const where = filterSql(filter, 4);
-    const { rows } = await this.pool.query<{ position: number }>(
-      `select e.position from blacklist_entries e
-        where e.snapshot_id = $1 and e.position <= $2${where.sql}
-        order by e.position offset $3 limit 1`,
-      [head.id, byScore, filter.limit - 1, ...where.values],
+    if (filter.limit >= byScore) return { head, filter, cutoff: null };
+    const where = selectionSql({ head, filter, cutoff: null }, 2);
+    const { rows } = await this.pool.query<EntryKey>(
+      `select e.score, e.last_reported_at::text as "lastReportedAt", e.ip from blacklist_entries e
+        where ${where.sql}
+        order by ${ORDER.list('e')} offset $1 limit 1`,
+      [filter.limit - 1, ...where.values],
     );
-    return { head, filter, cutoff: rows[0]?.position ?? byScore };
+    return { head, filter, cutoff: rows[0] ?? null };
   }
 
   /**
@@ -292,7 +315,7 @@ export class BlacklistSnapshots {
 
   private streamColumns<T>(selection: Selection, columns: string, order: Columns['order'] = 'list'): Promise<Streamed<T>> {
     const where = selectionSql(selection, 1);
-    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values);
+    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by ${ORDER[order]('e')}`, where.values);
   }
 
   /**
@@ -334,7 +357,7 @@ export class BlacklistSnapshots {
     return this.cursor(
       `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
         where ${where.sql} and (${ranges.join(' or ') || 'false'})${onBase}
-        order by e.position`,
+        order by ${ORDER.list('e')}`,
       values,
     );
   }
@@ -345,7 +368,7 @@ export class BlacklistSnapshots {
     const { rows } = await this.pool.query<EntryRows[K] & QueryResultRow>(
       `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
         where ${where.sql} and e.ip::inet between $1::inet and $2::inet
-        order by e.${ORDER[columns.order ?? 'list']}`,
+        order by ${ORDER[columns.order ?? 'list']('e')}`,
       [first, last, ...where.values],
     );
     return rows;
@@ -439,61 +462,89 @@ export class BlacklistSnapshots {
         [full ? now : state!.full_at, now],
       );
       const writing = progress.step('blacklist: writing the snapshot');
-      const current = await client.query<{ id: number; content_hash: string; generated_at: Date; entry_count: number }>(
-        'select id, content_hash, generated_at, entry_count from blacklist_snapshots order by id desc limit 1 for update',
+      const current = await client.query<{ id: number; generated_at: Date; entry_count: number }>(
+        'select id, generated_at, entry_count from blacklist_snapshots order by id desc limit 1 for update',
       );
       const head = current.rows[0];
-      const unchanged = async (entries: number) => {
-        await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head!.id, now]);
+      // Without a snapshot the current entries are no base (a database whose snapshots were emptied).
+      if (!head) await client.query('delete from blacklist_entries');
+      // What differs from the current entries, among those this pass scored: new versions
+      // (entries added or changed) and the versions they close (changed or gone).
+      const scope = full ? '' : 'join blacklist_rescore r on r.ip = x.ip';
+      await client.query(
+        `create temporary table blacklist_new on commit drop as
+           select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_scores x ${scope}
+           except
+           select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_entries x ${scope}
+            where x.until_snapshot is null`,
+      );
+      await client.query(
+        `create temporary table blacklist_closed on commit drop as
+           select x.ip from blacklist_entries x ${scope}
+            where x.until_snapshot is null
+              and (exists (select 1 from blacklist_new n where n.ip = x.ip) or not exists (select 1 from blacklist_scores s where s.ip = x.ip))`,
+      );
+      const { rows: [diff] } = await client.query<{ added: number; closed: number }>(
+        'select (select count(*)::int from blacklist_new) as added, (select count(*)::int from blacklist_closed) as closed',
+      );
+      if (head && diff!.added === 0 && diff!.closed === 0) {
+        // No entry differs: the current snapshot stands, and its ETag with it.
+        await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head.id, now]);
         writing.done({ changed: false });
-        return { snapshotId: head!.id, changed: false, entries, generatedAt: head!.generated_at, full, rescored: rescored.count };
-      };
-      // No rescored entry differs from what it was: the current snapshot stands, unread.
-      if (head && !full && !rescored.changed) return unchanged(head.entry_count);
+        return { snapshotId: head.id, changed: false, entries: head.entry_count, generatedAt: head.generated_at, full, rescored: rescored.count };
+      }
 
+      const { rows: [created] } = await client.query<{ id: number }>(
+        `insert into blacklist_snapshots (generated_at, checked_at, content_hash, entry_count, score_positions, stats)
+         values ($1, $1, '', 0, '{}', '{}') returning id`,
+        [now],
+      );
+      const id = created!.id;
+      await client.query(
+        'update blacklist_entries e set until_snapshot = $1 from blacklist_closed c where e.ip = c.ip and e.until_snapshot is null',
+        [id],
+      );
+      await client.query(
+        `insert into blacklist_entries (ip, from_snapshot, score, last_reported_at, total_reports, categories, country_code, refresh_phase)
+         select ip, $1, score, last_reported_at, total_reports, categories, country_code, (hashtextextended(ip, 0) & 2147483647) % $2
+           from blacklist_new`,
+        [id, REFRESH_CYCLE_SECONDS],
+      );
+
+      // The snapshot's summary, read from the scores (one pass each, no sort): the content hash
+      // is a sum of each entry's hash, which the content alone decides (so does the order).
       const { rows: [summary] } = await client.query<{ hash: string; total: number }>(
-        `select md5(coalesce(string_agg(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)::bigint
-                                        || ' ' || total_reports || ' ' || categories::text,
-                                        ',' order by score desc, last_reported_at desc, ip), '')) as hash,
+        `select md5(count(*) || ':' || coalesce(sum(hashtextextended(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)
+                                                        || ' ' || total_reports || ' ' || categories::text, 0)::numeric), 0)) as hash,
                 count(*)::int as total
            from blacklist_scores`,
       );
-      if (head && head.content_hash === summary!.hash) return unchanged(summary!.total);
-
       const { rows: byScore } = await client.query<{ score: number; count: number }>(
         'select score, count(*)::int as count from blacklist_scores group by score',
       );
       const scorePositions = new Array<number>(101).fill(0);
       for (const { score, count } of byScore) scorePositions[score] = count;
       for (let s = 99; s >= 0; s--) scorePositions[s]! += scorePositions[s + 1]!;
-
       const stats = await this.computeStats(client, summary!.total, scorePositions);
-      const { rows: [created] } = await client.query<{ id: number }>(
-        `insert into blacklist_snapshots (generated_at, checked_at, content_hash, entry_count, score_positions, stats)
-         values ($1, $1, $2, $3, $4, $5) returning id`,
-        [now, summary!.hash, summary!.total, scorePositions, JSON.stringify(stats)],
-      );
       await client.query(
-        `insert into blacklist_entries (snapshot_id, position, ip, score, last_reported_at, total_reports, categories, country_code,
-                                        refresh_phase)
-         select $1, row_number() over (order by score desc, last_reported_at desc, ip), ip, score, last_reported_at,
-                total_reports, categories, country_code, (hashtextextended(ip, 0) & 2147483647) % $2
-           from blacklist_scores`,
-        [created!.id, REFRESH_CYCLE_SECONDS],
+        'update blacklist_snapshots set content_hash = $2, entry_count = $3, score_positions = $4, stats = $5 where id = $1',
+        [id, summary!.hash, summary!.total, scorePositions, JSON.stringify(stats)],
       );
-      // Fresh statistics, or the planner reads a million new rows as a few hundred and sorts.
-      await client.query('analyze blacklist_entries');
-      // The last `history` snapshots stay, for deltas and for downloads still streaming them.
+      // Fresh statistics after a full pass, or the planner reads a million new rows as a few hundred and sorts.
+      if (full) await client.query('analyze blacklist_entries');
+      // The last `history` snapshots stay, for deltas and for downloads still streaming them,
+      // and the versions alive in one of them.
       await client.query('delete from blacklist_snapshots where id < (select id from blacklist_snapshots order by id desc offset $1 limit 1)', [
         this.history,
       ]);
+      await client.query('delete from blacklist_entries where until_snapshot <= (select min(id) from blacklist_snapshots)');
       writing.done({ changed: true, entries: summary!.total });
-      return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now, full, rescored: rescored.count };
+      return { snapshotId: id, changed: true, entries: summary!.total, generatedAt: now, full, rescored: rescored.count };
     }, { long: true });
   }
 
   /** A full pass: every reported address (the whitelist left out) scored again into blacklist_scores. */
-  private async rescoreAll(client: Connection, now: Date, progress: Progress): Promise<{ count: number; changed: boolean }> {
+  private async rescoreAll(client: Connection, now: Date, progress: Progress): Promise<{ count: number }> {
     // What the triggers noted up to now is in this pass; what they note after it, in the next.
     await client.query('delete from blacklist_dirty');
     await client.query('truncate blacklist_scores');
@@ -501,34 +552,24 @@ export class BlacklistSnapshots {
     const total = progress === silentProgress ? 1 : (await client.query<{ n: number }>('select count(*)::int as n from ip_stats')).rows[0]!.n;
     const count = await this.score(client, now, progress.step('blacklist: scoring every address', total), 'ip_stats s');
     await client.query('analyze blacklist_scores');
-    return { count, changed: true };
+    return { count };
   }
 
   /**
    * An incremental pass: the addresses the triggers noted since the last pass, and those whose
    * score stops holding before `now`, scored again; every other score is carried forward.
-   * `changed`: whether any of them differs from what it was (or left, or came).
    */
-  private async rescoreChanged(client: Connection, now: Date, progress: Progress): Promise<{ count: number; changed: boolean }> {
+  private async rescoreChanged(client: Connection, now: Date, progress: Progress): Promise<{ count: number }> {
     await client.query('create temporary table blacklist_rescore (ip text primary key) on commit drop');
     // Rows a writer commits after this statement stay for the next pass (the table has no unique
     // key: a writer's append never waits on this delete).
     await client.query('with noted as (delete from blacklist_dirty returning ip) insert into blacklist_rescore select distinct ip from noted');
     await client.query('insert into blacklist_rescore select ip from blacklist_scores where changes_at < $1 on conflict do nothing', [now]);
-    await client.query(
-      `create temporary table blacklist_previous on commit drop as
-         with gone as (delete from blacklist_scores s using blacklist_rescore r where s.ip = r.ip returning s.*)
-         select ip, score, last_reported_at, total_reports, categories, country_code from gone`,
-    );
+    await client.query('analyze blacklist_rescore');
     const { rows: [size] } = await client.query<{ n: number }>('select count(*)::int as n from blacklist_rescore');
+    await client.query('delete from blacklist_scores s using blacklist_rescore r where s.ip = r.ip');
     const count = await this.score(client, now, progress.step('blacklist: scoring changed addresses', size!.n), 'ip_stats s join blacklist_rescore r on r.ip = s.ip');
-    const { rows: [diff] } = await client.query<{ changed: boolean }>(
-      `with rescored as (select s.ip, s.score, s.last_reported_at, s.total_reports, s.categories, s.country_code
-                           from blacklist_scores s join blacklist_rescore r on r.ip = s.ip)
-       select exists (select * from rescored except select * from blacklist_previous)
-           or exists (select * from blacklist_previous except select * from rescored) as changed`,
-    );
-    return { count, changed: diff!.changed };
+    return { count };
   }
 
   /** Scores the addresses of `from` (ip_stats as `s`; the whitelist left out) into blacklist_scores, a batch at a time. */
@@ -576,14 +617,12 @@ export class BlacklistSnapshots {
     positions: number[],
   ): Promise<BlacklistStats & { countries: CountryThreat }> {
     const band = (from: number, to: number) => positions[from]! - (positions[to + 1] ?? 0);
-    const { rows } = await client.query<{ id: number; count: number }>(
-      `select g.id, count(b.ip)::int as count
-         from unnest($1::int[], $2::text[]) as g(id, categories)
-         left join blacklist_scores b on b.score >= $3 and b.categories && g.categories::smallint[]
-        group by g.id`,
-      [BLACKLIST_CATEGORIES.map((c) => c.id), BLACKLIST_CATEGORIES.map((c) => `{${c.categories.join(',')}}`), COMMUNITY_MIN],
+    // One pass over the scores, a count per thematic list (their categories are the code's constants).
+    const counts = BLACKLIST_CATEGORIES.map((c, i) => `count(*) filter (where categories && '{${c.categories.map(Number).join(',')}}'::smallint[])::int as g${i}`);
+    const { rows: [groups] } = await client.query<Record<string, number>>(
+      `select ${counts.join(', ')} from blacklist_scores where score >= $1`,
+      [COMMUNITY_MIN],
     );
-    const counts = new Map(rows.map((r) => [r.id, r.count]));
     const { rows: countryRows } = await client.query<{ country_code: string; ips: number; avg: number }>(
       `select country_code, count(*)::int as ips, avg(score)::float8 as avg
          from blacklist_scores where country_code is not null group by country_code`,
@@ -595,7 +634,7 @@ export class BlacklistSnapshots {
       total,
       community: positions[COMMUNITY_MIN]!,
       byConfidence: { '90-100': band(90, 100), '75-89': band(75, 89), '50-74': band(50, 74), '25-49': band(25, 49) },
-      byCategory: BLACKLIST_CATEGORIES.map((c) => ({ name: c.name, count: counts.get(c.id) ?? 0 })),
+      byCategory: BLACKLIST_CATEGORIES.map((c, i) => ({ name: c.name, count: groups![`g${i}`] ?? 0 })),
     };
   }
 }

@@ -62,14 +62,17 @@ async function copyInputs(): Promise<void> {
   if (data!.whitelist) await twin.pool.query('insert into whitelist select * from json_populate_recordset(null::whitelist, $1::json)', [data!.whitelist]);
 }
 
-/** The current snapshot of a server, whole. */
-async function snapshotOf(server: TestServer) {
+/** A snapshot of a server (by default its current one), whole. */
+async function snapshotOf(server: TestServer, id?: number) {
   const { rows: [head] } = await server.pool.query<{ id: number; content_hash: string; score_positions: number[]; entry_count: number; stats: unknown }>(
-    'select id, content_hash, score_positions, entry_count, stats from blacklist_snapshots order by id desc limit 1',
+    'select id, content_hash, score_positions, entry_count, stats from blacklist_snapshots where id = coalesce($1, (select max(id) from blacklist_snapshots))',
+    [id ?? null],
   );
   const { rows: entries } = await server.pool.query(
-    `select position, ip, score, last_reported_at, total_reports, categories, country_code, refresh_phase
-       from blacklist_entries where snapshot_id = $1 order by position`,
+    `select ip, score, last_reported_at, total_reports, categories, country_code, refresh_phase
+       from blacklist_entries e
+      where e.from_snapshot <= $1 and (e.until_snapshot is null or e.until_snapshot > $1)
+      order by score desc, last_reported_at desc, ip`,
     [head!.id],
   );
   const { id: _id, ...rest } = head!;
@@ -88,6 +91,7 @@ describe('the incremental regeneration', () => {
     let rescored = 0;
     let listed = 0;
     let byDecay = 0;
+    let previous = { id: first.snapshotId, content: await snapshotOf(s) };
     for (let step = 0; step < 60; step++) {
       const kind = step < 6 ? 'report' : r.pick(['report', 'report', 'bulk', 'feedback', 'whitelist', 'unwhitelist', 'severity', 'clear', 'clock', 'clock']);
       done[kind] = (done[kind] ?? 0) + 1;
@@ -129,6 +133,9 @@ describe('the incremental regeneration', () => {
       const reference = await full.regenerate(undefined, { full: true });
       expect(reference.full).toBe(true);
       expect(await snapshotOf(s), `step ${step}: ${kind} (seed ${seed})`).toEqual(await snapshotOf(twin));
+      // The snapshot before stays as it was (entries are versions shared between snapshots).
+      expect(await snapshotOf(s, previous.id), `step ${step}: the snapshot before`).toEqual(previous.content);
+      previous = { id: result.snapshotId, content: await snapshotOf(s) };
       rescored += result.rescored;
       listed += reference.rescored;
       if (result.rescored > noted!.n) byDecay++;

@@ -13,12 +13,16 @@ export interface BlacklistSnapshot {
   stats: Record<string, unknown>;
 }
 
-/** One address of a snapshot, in the list's order. */
+/**
+ * One version of an address's entry, shared by every snapshot from `fromSnapshot` up to (not
+ * including) `untilSnapshot` (null while current). A snapshot's list is its alive versions in
+ * the order (score desc, lastReportedAt desc, ip).
+ */
 export interface BlacklistEntry {
-  [PrimaryKeyProp]?: ['snapshot', 'position'];
-  snapshot: BlacklistSnapshot;
-  position: number;
+  [PrimaryKeyProp]?: ['ip', 'fromSnapshot'];
   ip: string;
+  fromSnapshot: number;
+  untilSnapshot: number | null;
   score: number;
   lastReportedAt: Date;
   totalReports: number;
@@ -64,13 +68,22 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
   name: 'BlacklistEntry',
   tableName: 'blacklist_entries',
   indexes: [
-    { name: 'blacklist_entries_address_idx', expression: "CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (snapshot_id, ((ip)::inet))" },
-    { name: 'blacklist_entries_refresh_idx', properties: ['snapshot', 'refreshPhase'] },
+    {
+      name: 'blacklist_entries_order_idx',
+      expression: 'CREATE INDEX blacklist_entries_order_idx ON blacklist_entries USING btree (score DESC, last_reported_at DESC, ip)',
+    },
+    { name: 'blacklist_entries_address_idx', expression: 'CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (((ip)::inet))' },
+    { name: 'blacklist_entries_refresh_idx', properties: ['refreshPhase'] },
+    { name: 'blacklist_entries_until_idx', properties: ['untilSnapshot'] },
+    {
+      name: 'blacklist_entries_current_idx',
+      expression: 'CREATE UNIQUE INDEX blacklist_entries_current_idx ON blacklist_entries USING btree (ip) WHERE (until_snapshot IS NULL)',
+    },
   ],
   properties: {
-    snapshot: { kind: 'm:1', entity: () => BlacklistSnapshotEntity, fieldName: 'snapshot_id', primary: true, deleteRule: 'cascade', updateRule: 'no action' },
-    position: { type: 'integer', primary: true },
-    ip: { type: 'text' },
+    ip: { type: 'text', primary: true },
+    fromSnapshot: { type: bigintNumber(), fieldName: 'from_snapshot', primary: true },
+    untilSnapshot: { type: bigintNumber(), fieldName: 'until_snapshot', nullable: true },
     score: { type: 'smallint' },
     lastReportedAt: { type: 'Date', fieldName: 'last_reported_at' },
     totalReports: { type: 'integer', fieldName: 'total_reports' },

@@ -12,6 +12,13 @@ import { Migration } from '@mikro-orm/migrations';
  *   `whitelist` (every reported address inside an added, removed or changed range). Append-only
  *   without a unique key, so a writer never waits on the regeneration that consumes it.
  * - `blacklist_regeneration`: one row, when `blacklist_scores` was last scored in whole and in part.
+ * - `blacklist_entries` as versions shared between snapshots: an entry is alive from the
+ *   snapshot that wrote it (`from_snapshot`) until the one that replaced or removed it
+ *   (`until_snapshot`, null while current), so a regeneration writes only what changed. The
+ *   list's order is read from an index on (score desc, last_reported_at desc, ip) instead of a
+ *   stored position. The snapshots written before are dropped: the next regeneration (within
+ *   BLACKLIST_INTERVAL_MINUTES) writes the list again, and clients holding an older ETag or
+ *   delta base get the whole list once.
  */
 export class Migration20261130060000IncrementalBlacklist extends Migration {
   override async up(): Promise<void> {
@@ -25,6 +32,26 @@ export class Migration20261130060000IncrementalBlacklist extends Migration {
         country_code text,
         changes_at timestamptz
       )`);
+    this.addSql('drop table blacklist_entries');
+    this.addSql('delete from blacklist_snapshots');
+    this.addSql(`
+      create table blacklist_entries (
+        ip text not null,
+        from_snapshot bigint not null,
+        until_snapshot bigint,
+        score smallint not null,
+        last_reported_at timestamptz not null,
+        total_reports integer not null,
+        categories smallint[] not null,
+        country_code text,
+        refresh_phase integer not null default 0,
+        primary key (ip, from_snapshot)
+      )`);
+    this.addSql('create index blacklist_entries_order_idx on blacklist_entries (score desc, last_reported_at desc, ip)');
+    this.addSql('create index blacklist_entries_address_idx on blacklist_entries ((ip::inet))');
+    this.addSql('create index blacklist_entries_refresh_idx on blacklist_entries (refresh_phase)');
+    this.addSql('create index blacklist_entries_until_idx on blacklist_entries (until_snapshot)');
+    this.addSql('create unique index blacklist_entries_current_idx on blacklist_entries (ip) where until_snapshot is null');
     this.addSql('create index blacklist_scores_changes_idx on blacklist_scores (changes_at)');
     this.addSql('create index blacklist_scores_order_idx on blacklist_scores (score desc, last_reported_at desc, ip)');
     this.addSql(`
@@ -90,5 +117,22 @@ export class Migration20261130060000IncrementalBlacklist extends Migration {
     this.addSql('drop table blacklist_regeneration');
     this.addSql('drop table blacklist_dirty');
     this.addSql('drop table blacklist_scores');
+    this.addSql('drop table blacklist_entries');
+    this.addSql('delete from blacklist_snapshots');
+    this.addSql(`
+      create table blacklist_entries (
+        snapshot_id bigint not null references blacklist_snapshots (id) on delete cascade,
+        position integer not null,
+        ip text not null,
+        score smallint not null,
+        last_reported_at timestamptz not null,
+        total_reports integer not null,
+        categories smallint[] not null,
+        country_code text,
+        refresh_phase integer not null default 0,
+        primary key (snapshot_id, position)
+      )`);
+    this.addSql('create index blacklist_entries_address_idx on blacklist_entries (snapshot_id, (ip::inet))');
+    this.addSql('create index blacklist_entries_refresh_idx on blacklist_entries (snapshot_id, refresh_phase)');
   }
 }
