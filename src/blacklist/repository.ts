@@ -478,12 +478,14 @@ export class BlacklistSnapshots {
            select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_entries x ${scope}
             where x.until_snapshot is null`,
       );
+      await client.query('analyze blacklist_new');
       await client.query(
         `create temporary table blacklist_closed on commit drop as
-           select x.ip from blacklist_entries x ${scope}
+           select x.ip from ${full ? 'blacklist_entries x' : 'blacklist_rescore r join blacklist_entries x on x.ip = r.ip'}
             where x.until_snapshot is null
               and (exists (select 1 from blacklist_new n where n.ip = x.ip) or not exists (select 1 from blacklist_scores s where s.ip = x.ip))`,
       );
+      await client.query('analyze blacklist_closed');
       const { rows: [diff] } = await client.query<{ added: number; closed: number }>(
         'select (select count(*)::int from blacklist_new) as added, (select count(*)::int from blacklist_closed) as closed',
       );
