@@ -253,12 +253,12 @@ export class BlacklistSnapshots {
   }
 
   async stats(): Promise<BlacklistStats> {
-    const { rows } = await this.pool.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
+    const { rows } = await this.pool.query<{ stats: SummaryRow['stats'] }>({
       name: 'blacklist-stats',
       text: 'select stats from blacklist_snapshots order by id desc limit 1',
     });
     if (!rows[0]) return emptyStats();
-    const { countries: _countries, ...stats } = rows[0].stats;
+    const { countries: _countries, sums: _sums, ...stats } = rows[0].stats;
     return stats;
   }
 
@@ -450,9 +450,14 @@ export class BlacklistSnapshots {
       const { rows: [state] } = await client.query<{ full_at: Date; scored_at: Date }>(
         'select full_at, scored_at from blacklist_regeneration where id = 1 for update',
       );
+      const current = await client.query<SummaryRow & { id: number; generated_at: Date }>(
+        'select id, generated_at, content_hash, entry_count, score_positions, stats from blacklist_snapshots order by id desc limit 1 for update',
+      );
+      const head = current.rows[0];
       const full =
         !!options.full ||
         !state ||
+        !head ||
         now < state.scored_at ||
         (options.fullEveryMs !== undefined && now.getTime() - state.full_at.getTime() >= options.fullEveryMs);
       const rescored = full ? await this.rescoreAll(client, now, progress) : await this.rescoreChanged(client, now, progress);
@@ -462,10 +467,6 @@ export class BlacklistSnapshots {
         [full ? now : state!.full_at, now],
       );
       const writing = progress.step('blacklist: writing the snapshot');
-      const current = await client.query<{ id: number; generated_at: Date; entry_count: number }>(
-        'select id, generated_at, entry_count from blacklist_snapshots order by id desc limit 1 for update',
-      );
-      const head = current.rows[0];
       // Without a snapshot the current entries are no base (a database whose snapshots were emptied).
       if (!head) await client.query('delete from blacklist_entries');
       // What differs from the current entries, among those this pass scored: new versions
@@ -513,24 +514,12 @@ export class BlacklistSnapshots {
         [id, REFRESH_CYCLE_SECONDS],
       );
 
-      // The snapshot's summary, read from the scores (one pass each, no sort): the content hash
-      // is a sum of each entry's hash, which the content alone decides (so does the order).
-      const { rows: [summary] } = await client.query<{ hash: string; total: number }>(
-        `select md5(count(*) || ':' || coalesce(sum(hashtextextended(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)
-                                                        || ' ' || total_reports || ' ' || categories::text, 0)::numeric), 0)) as hash,
-                count(*)::int as total
-           from blacklist_scores`,
-      );
-      const { rows: byScore } = await client.query<{ score: number; count: number }>(
-        'select score, count(*)::int as count from blacklist_scores group by score',
-      );
-      const scorePositions = new Array<number>(101).fill(0);
-      for (const { score, count } of byScore) scorePositions[score] = count;
-      for (let s = 99; s >= 0; s--) scorePositions[s]! += scorePositions[s + 1]!;
-      const stats = await this.computeStats(client, summary!.total, scorePositions);
+      // The snapshot's summary: after a full pass read from the scores (one pass each, no sort),
+      // else the current one's with the differences (the closed versions out, the new ones in).
+      const summary = full ? await this.summarise(client) : await this.summariseChange(client, head!, id);
       await client.query(
         'update blacklist_snapshots set content_hash = $2, entry_count = $3, score_positions = $4, stats = $5 where id = $1',
-        [id, summary!.hash, summary!.total, scorePositions, JSON.stringify(stats)],
+        [id, summary.hash, summary.total, summary.scorePositions, JSON.stringify(summary.stats)],
       );
       // Fresh statistics after a full pass, or the planner reads a million new rows as a few hundred and sorts.
       if (full) await client.query('analyze blacklist_entries');
@@ -540,8 +529,8 @@ export class BlacklistSnapshots {
         this.history,
       ]);
       await client.query('delete from blacklist_entries where until_snapshot <= (select min(id) from blacklist_snapshots)');
-      writing.done({ changed: true, entries: summary!.total });
-      return { snapshotId: id, changed: true, entries: summary!.total, generatedAt: now, full, rescored: rescored.count };
+      writing.done({ changed: true, entries: summary.total });
+      return { snapshotId: id, changed: true, entries: summary.total, generatedAt: now, full, rescored: rescored.count };
     }, { long: true });
   }
 
@@ -613,32 +602,108 @@ export class BlacklistSnapshots {
     return count;
   }
 
-  private async computeStats(
-    client: { query: Pool['query'] },
-    total: number,
-    positions: number[],
-  ): Promise<BlacklistStats & { countries: CountryThreat }> {
-    const band = (from: number, to: number) => positions[from]! - (positions[to + 1] ?? 0);
-    // One pass over the scores, a count per thematic list (their categories are the code's constants).
-    const counts = BLACKLIST_CATEGORIES.map((c, i) => `count(*) filter (where categories && '{${c.categories.map(Number).join(',')}}'::smallint[])::int as g${i}`);
-    const { rows: [groups] } = await client.query<Record<string, number>>(
-      `select ${counts.join(', ')} from blacklist_scores where score >= $1`,
-      [COMMUNITY_MIN],
+  /** The summary of the whole list, from blacklist_scores. */
+  private async summarise(client: Queryable): Promise<Summary> {
+    const [totals] = (await client.query<Totals>(`select ${TOTALS_SQL} from blacklist_scores x`)).rows;
+    const { rows: byScore } = await client.query<{ score: number; count: number }>(
+      'select score, count(*)::int as count from blacklist_scores group by score',
     );
-    const { rows: countryRows } = await client.query<{ country_code: string; ips: number; avg: number }>(
-      `select country_code, count(*)::int as ips, avg(score)::float8 as avg
-         from blacklist_scores where country_code is not null group by country_code`,
+    const { rows: byCountry } = await client.query<{ country_code: string; ips: number; sum: number }>(
+      'select country_code, count(*)::int as ips, sum(score)::float8 as sum from blacklist_scores where country_code is not null group by country_code',
     );
-    return {
-      countries: Object.fromEntries(
-        countryRows.map((r) => [r.country_code, { ips: r.ips, avgScore: Math.round(r.avg * 100) / 100 }]),
-      ),
+    const counts = new Array<number>(101).fill(0);
+    for (const { score, count } of byScore) counts[score] = count;
+    const countries: Record<string, [number, number]> = {};
+    for (const r of byCountry) countries[r.country_code] = [r.ips, r.sum];
+    return summaryOf(totals!.hash, counts, totals!, countries);
+  }
+
+  /**
+   * The summary of snapshot `id` from the one before it (`head`): the versions `id` closed
+   * taken out, the ones it wrote (blacklist_new) put in. Work in proportion to the change.
+   */
+  private async summariseChange(client: Queryable, head: SummaryRow, id: number): Promise<Summary> {
+    const sides = [
+      { sign: -1, from: 'blacklist_entries x where x.until_snapshot = $1', values: [id] },
+      { sign: 1, from: 'blacklist_new x', values: [] },
+    ];
+    const before = head.stats.sums ?? {};
+    const counts = head.score_positions.map((n, s) => n - (head.score_positions[s + 1] ?? 0));
+    const groups = BLACKLIST_CATEGORIES.map((c) => head.stats.byCategory.find((g) => g.name === c.name)?.count ?? 0);
+    const countries: Record<string, [number, number]> = Object.fromEntries(Object.entries(before).map(([cc, v]) => [cc, [...v] as [number, number]]));
+    let hash = BigInt(head.content_hash);
+    for (const side of sides) {
+      const [totals] = (await client.query<Totals>(`select ${TOTALS_SQL} from ${side.from}`, side.values)).rows;
+      hash += BigInt(side.sign) * BigInt(totals!.hash);
+      BLACKLIST_CATEGORIES.forEach((_, i) => (groups[i]! += side.sign * totals![`g${i}`]!));
+      const { rows } = await client.query<{ score: number; country_code: string | null }>(`select x.score, x.country_code from ${side.from}`, side.values);
+      for (const r of rows) {
+        counts[r.score]! += side.sign;
+        if (r.country_code === null) continue;
+        const entry = (countries[r.country_code] ??= [0, 0]);
+        entry[0] += side.sign;
+        entry[1] += side.sign * r.score;
+        if (entry[0] === 0) delete countries[r.country_code];
+      }
+    }
+    const totals = Object.fromEntries(groups.map((n, i) => [`g${i}`, n]));
+    return summaryOf(hash.toString(), counts, totals, countries);
+  }
+}
+
+/** A snapshot's row as its summary is carried from one snapshot to the next. */
+type SummaryRow = {
+  content_hash: string;
+  entry_count: number;
+  score_positions: number[];
+  stats: BlacklistStats & { countries?: CountryThreat; sums?: Record<string, [number, number]> };
+};
+type Totals = { hash: string } & Record<string, number>;
+interface Summary {
+  hash: string;
+  total: number;
+  scorePositions: number[];
+  stats: BlacklistStats & { countries: CountryThreat; sums: Record<string, [number, number]> };
+}
+
+/**
+ * One entry's hash, and the sums a summary takes of a set of entries `x`: the content hash is
+ * the sum of the entries' hashes (the content decides it, as it decides the order); g<i>: how
+ * many entries of the i-th thematic list score COMMUNITY_MIN or more.
+ */
+const ENTRY_HASH = `hashtextextended(x.ip || ' ' || x.score || ' ' || extract(epoch from x.last_reported_at) || ' ' || x.total_reports
+                                    || ' ' || x.categories::text, 0)::numeric`;
+const TOTALS_SQL = [
+  `coalesce(sum(${ENTRY_HASH}), 0)::text as hash`,
+  ...BLACKLIST_CATEGORIES.map(
+    (c, i) => `(count(*) filter (where x.score >= ${COMMUNITY_MIN} and x.categories && '{${c.categories.map(Number).join(',')}}'::smallint[]))::int as g${i}`,
+  ),
+].join(', ');
+
+/** A summary from per-score counts, the thematic lists' counts and per-country [entries, score sum]. */
+function summaryOf(hash: string, counts: number[], groups: Record<string, number>, sums: Record<string, [number, number]>): Summary {
+  const positions = [...counts];
+  for (let s = 99; s >= 0; s--) positions[s]! += positions[s + 1]!;
+  const total = positions[0]!;
+  const band = (from: number, to: number) => positions[from]! - (positions[to + 1] ?? 0);
+  const countries = Object.fromEntries(
+    Object.keys(sums)
+      .sort()
+      .map((cc) => [cc, { ips: sums[cc]![0], avgScore: Math.round((sums[cc]![1] / sums[cc]![0]) * 100) / 100 }]),
+  );
+  return {
+    hash,
+    total,
+    scorePositions: positions,
+    stats: {
+      countries,
+      sums: Object.fromEntries(Object.keys(sums).sort().map((cc) => [cc, sums[cc]!])),
       total,
       community: positions[COMMUNITY_MIN]!,
       byConfidence: { '90-100': band(90, 100), '75-89': band(75, 89), '50-74': band(50, 74), '25-49': band(25, 49) },
-      byCategory: BLACKLIST_CATEGORIES.map((c, i) => ({ name: c.name, count: groups![`g${i}`] ?? 0 })),
-    };
-  }
+      byCategory: BLACKLIST_CATEGORIES.map((c, i) => ({ name: c.name, count: groups[`g${i}`] ?? 0 })),
+    },
+  };
 }
 
 /** Earlier snapshots kept by default: two hours of regenerations at the default interval. */
