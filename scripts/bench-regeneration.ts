@@ -141,22 +141,20 @@ async function measure(size: number): Promise<Row[]> {
 }
 
 /**
- * On paper: both passes write the whole snapshot (w per listed address, in PostgreSQL); the full
- * one scores every address (s each), the incremental one only those it rescores. At the largest
- * size, s = (full - incremental) / (addresses - rescored) and w = (incremental - s × rescored) /
- * addresses, from the smallest change; the rescored share (change plus one interval of decay)
- * is taken to stay the same share of a larger list.
+ * On paper: the full pass costs the same per listed address as at the largest size measured;
+ * the incremental pass the same per address it scored again (each a few index lookups and
+ * writes: the versions closed and written, the score replaced), with the share scored (the
+ * change plus one interval of decay) taken to stay the same share of a larger list.
  */
 function extrapolate(rows: Row[]): { size: number; change: number; full: number; incremental: number }[] {
   const largest = Math.max(...rows.map((r) => r.size));
   const at = rows.filter((r) => r.size === largest);
-  const perScore = at.reduce((sum, r) => sum + (r.full.ms - r.incremental.ms) / (largest - r.incremental.rescored), 0) / at.length;
-  const perEntry = at.reduce((sum, r) => sum + (r.incremental.ms - perScore * r.incremental.rescored) / largest, 0) / at.length;
+  const perAddress = at.reduce((sum, r) => sum + r.full.ms / largest, 0) / at.length;
   const out = [];
   for (const size of [10_000_000, 100_000_000]) {
     for (const r of at) {
       const rescored = (r.incremental.rescored / largest) * size;
-      out.push({ size, change: r.change, full: ((perScore + perEntry) * size) / 1000, incremental: (perEntry * size + perScore * rescored) / 1000 });
+      out.push({ size, change: r.change, full: (perAddress * size) / 1000, incremental: ((r.incremental.ms / r.incremental.rescored) * rescored) / 1000 });
     }
   }
   return out;
