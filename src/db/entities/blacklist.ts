@@ -74,7 +74,10 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
     },
     { name: 'blacklist_entries_address_idx', expression: 'CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (((ip)::inet))' },
     { name: 'blacklist_entries_refresh_idx', properties: ['refreshPhase'] },
-    { name: 'blacklist_entries_until_idx', properties: ['untilSnapshot'] },
+    {
+      name: 'blacklist_entries_until_idx',
+      expression: 'CREATE INDEX blacklist_entries_until_idx ON blacklist_entries USING btree (until_snapshot) WHERE (until_snapshot IS NOT NULL)',
+    },
     {
       name: 'blacklist_entries_current_idx',
       expression: 'CREATE UNIQUE INDEX blacklist_entries_current_idx ON blacklist_entries USING btree (ip) WHERE (until_snapshot IS NULL)',
@@ -151,10 +154,6 @@ export const BlacklistScoreEntity = new EntitySchema<BlacklistScore>({
   tableName: 'blacklist_scores',
   indexes: [
     { name: 'blacklist_scores_changes_idx', properties: ['changesAt'] },
-    {
-      name: 'blacklist_scores_order_idx',
-      expression: 'CREATE INDEX blacklist_scores_order_idx ON blacklist_scores USING btree (score DESC, last_reported_at DESC, ip)',
-    },
   ],
   properties: {
     ip: { type: 'text', primary: true },

@@ -50,10 +50,10 @@ export class Migration20261130060000IncrementalBlacklist extends Migration {
     this.addSql('create index blacklist_entries_order_idx on blacklist_entries (score desc, last_reported_at desc, ip)');
     this.addSql('create index blacklist_entries_address_idx on blacklist_entries ((ip::inet))');
     this.addSql('create index blacklist_entries_refresh_idx on blacklist_entries (refresh_phase)');
-    this.addSql('create index blacklist_entries_until_idx on blacklist_entries (until_snapshot)');
+    // Only closed versions are looked up by it (to delete those no kept snapshot holds): a new version adds nothing to it.
+    this.addSql('create index blacklist_entries_until_idx on blacklist_entries (until_snapshot) where until_snapshot is not null');
     this.addSql('create unique index blacklist_entries_current_idx on blacklist_entries (ip) where until_snapshot is null');
     this.addSql('create index blacklist_scores_changes_idx on blacklist_scores (changes_at)');
-    this.addSql('create index blacklist_scores_order_idx on blacklist_scores (score desc, last_reported_at desc, ip)');
     this.addSql(`
       create table blacklist_dirty (
         id bigint generated always as identity primary key,
