@@ -113,6 +113,9 @@ async function main(): Promise<void> {
     'connections_hourly',
     'blacklist_entries',
     'blacklist_snapshots',
+    'blacklist_scores',
+    'blacklist_dirty',
+    'blacklist_regeneration',
     'category_totals',
   ];
   if (args.reset) {

@@ -15,9 +15,9 @@ const HEAD = {
 };
 const toHead = (row: HeadRow | undefined): SnapshotHead | undefined =>
   row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };
-import { silentProgress, type Progress } from '../progress.js';
+import { silentProgress, type Progress, type Step } from '../progress.js';
 import type { IpAggregate } from '../reputation/repository.js';
-import { scoreAggregate } from '../reputation/score.js';
+import { scoreAggregate, scoreHoldsUntil, toScoreInput } from '../reputation/score.js';
 import { BLACKLIST_CATEGORIES } from './groups.js';
 
 /** Any stable 64-bit number: the lock that lets one process at a time regenerate on schedule. */
@@ -101,14 +101,25 @@ export interface EntryFilter {
 }
 
 /**
- * A list in a snapshot: the entries at positions up to `cutoff` that pass the filter. Entries
- * are ordered by score, so "the first `limit` entries that pass" is "those up to the position
- * of the `limit`-th one": every query of a list is a range of positions.
+ * The key of an entry in the list's order (score desc, last report desc, address); the time
+ * as PostgreSQL writes it, to the microsecond.
+ */
+export interface EntryKey {
+  score: number;
+  lastReportedAt: string;
+  ip: string;
+}
+
+/**
+ * A list in a snapshot: the snapshot's entries that score `filter.minScore` or more, pass the
+ * filter and come at or before `cutoff` in the list's order. Entries are ordered by score, so
+ * "the first `limit` entries that pass" is "those up to the `limit`-th one": every query of a
+ * list is a range of the order (`cutoff` null: no cut beyond the score).
  */
 export interface Selection {
   head: SnapshotHead;
   filter: EntryFilter;
-  cutoff: number;
+  cutoff: EntryKey | null;
 }
 
 /**
@@ -144,7 +155,6 @@ export type PhaseRanges = [number, number][];
 
 export const REFRESH_CYCLE_SECONDS = 43_200;
 
-const narrowed = (f: EntryFilter) => !!(f.categories?.length || f.family || f.onlyCountries?.length || f.exceptCountries?.length);
 
 /** The filter as SQL conditions on the entries of alias `t`, its values numbered from `$first`. */
 function filterSql(filter: EntryFilter, first: number, t = 'e'): { sql: string; values: unknown[] } {
@@ -161,22 +171,39 @@ function filterSql(filter: EntryFilter, first: number, t = 'e'): { sql: string; 
   return { sql: parts.map((part) => ` and ${part}`).join(''), values };
 }
 
-/** `snapshot_id = $n and position <= $n+1 and …` for a selection, on alias `t`. */
+/** The entries alive in snapshot `$n` (a version from it or before, not replaced by it or before), on alias `t`. */
+const aliveSql = (t: string, n: number) => `${t}.from_snapshot <= $${n} and (${t}.until_snapshot is null or ${t}.until_snapshot > $${n})`;
+
+/** The snapshot's entries, the score bound, the cut and the filter of a selection, on alias `t`. */
 function selectionSql(selection: Selection, first: number, t = 'e'): { sql: string; values: unknown[] } {
-  const filter = filterSql(selection.filter, first + 2, t);
-  return {
-    sql: `${t}.snapshot_id = $${first} and ${t}.position <= $${first + 1}${filter.sql}`,
-    values: [selection.head.id, selection.cutoff, ...filter.values],
-  };
+  const values: unknown[] = [selection.head.id, selection.filter.minScore];
+  let sql = `${aliveSql(t, first)} and ${t}.score >= $${first + 1}`;
+  const cut = selection.cutoff;
+  if (cut) {
+    const [s, l, i] = [first + 2, first + 3, first + 4];
+    sql += ` and ${t}.score >= $${s} and (${t}.score > $${s} or ${t}.last_reported_at > $${l}::timestamptz
+                or (${t}.last_reported_at = $${l}::timestamptz and ${t}.ip <= $${i}))`;
+    values.push(cut.score, cut.lastReportedAt, cut.ip);
+  }
+  const filter = filterSql(selection.filter, first + values.length, t);
+  return { sql: sql + filter.sql, values: [...values, ...filter.values] };
 }
 
-const ORDER = { list: 'position', address: 'ip::inet' } as const;
+/** The list's order, and the addresses' (IPv4 before IPv6, each ascending), on alias `t`. */
+const ORDER = {
+  list: (t: string) => `${t}.score desc, ${t}.last_reported_at desc, ${t}.ip`,
+  address: (t: string) => `${t}.ip::inet`,
+} as const;
 
 export interface RegenerationResult {
   snapshotId: number;
   changed: boolean;
   entries: number;
   generatedAt: Date;
+  /** Whether every address was scored again (else only the changed ones and those whose score stopped holding). */
+  full: boolean;
+  /** How many addresses were scored. */
+  rescored: number;
 }
 
 const BATCH = 10_000;
@@ -206,7 +233,8 @@ export class BlacklistSnapshots {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly scoreOf: (aggregate: IpAggregate) => number,
+    /** An address's score at `now`, and the last moment it holds (reputation/score.ts, scoreHoldsUntil). */
+    private readonly scoreOf: (aggregate: IpAggregate, now: Date) => { score: number; holdsUntil: Date | null },
     /** Earlier snapshots kept beside the current one (BLACKLIST_HISTORY), for deltas. */
     private readonly history = DEFAULT_HISTORY,
     /**
@@ -248,12 +276,12 @@ export class BlacklistSnapshots {
   }
 
   async stats(): Promise<BlacklistStats> {
-    const { rows } = await this.reads.query<{ stats: BlacklistStats & { countries?: CountryThreat } }>({
+    const { rows } = await this.reads.query<{ stats: SummaryRow['stats'] }>({
       name: 'blacklist-stats',
       text: 'select stats from blacklist_snapshots order by id desc limit 1',
     });
     if (!rows[0]) return emptyStats();
-    const { countries: _countries, ...stats } = rows[0].stats;
+    const { countries: _countries, sums: _sums, ...stats } = rows[0].stats;
     return stats;
   }
 
@@ -283,17 +311,17 @@ export class BlacklistSnapshots {
   /** The list a filter makes of a snapshot (one small query when it narrows beyond the score). */
   async select(head: SnapshotHead, filter: EntryFilter): Promise<Selection> {
     const byScore = head.scorePositions[filter.minScore] ?? 0;
-    if (!narrowed(filter) || filter.limit >= byScore) return { head, filter, cutoff: Math.min(byScore, filter.limit) };
-    const where = filterSql(filter, 4);
+    if (filter.limit >= byScore) return { head, filter, cutoff: null };
+    const where = selectionSql({ head, filter, cutoff: null }, 2);
     const { rows } = await this.readHolding([head.id], (client) =>
-      client.query<{ position: number }>(
-        `select e.position from blacklist_entries e
-          where e.snapshot_id = $1 and e.position <= $2${where.sql}
-          order by e.position offset $3 limit 1`,
-        [head.id, byScore, filter.limit - 1, ...where.values],
+      client.query<EntryKey>(
+        `select e.score, e.last_reported_at::text as "lastReportedAt", e.ip from blacklist_entries e
+          where ${where.sql}
+          order by ${ORDER.list('e')} offset $1 limit 1`,
+        [filter.limit - 1, ...where.values],
       ),
     );
-    return { head, filter, cutoff: rows[0]?.position ?? byScore };
+    return { head, filter, cutoff: rows[0] ?? null };
   }
 
   /**
@@ -312,7 +340,7 @@ export class BlacklistSnapshots {
 
   private streamColumns<T>(selection: Selection, columns: string, order: Columns['order'] = 'list'): Promise<Streamed<T>> {
     const where = selectionSql(selection, 1);
-    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by e.${ORDER[order]}`, where.values, [selection.head.id]);
+    return this.cursor<T>(`select ${columns} from blacklist_entries e where ${where.sql} order by ${ORDER[order]('e')}`, where.values, [selection.head.id]);
   }
 
   /**
@@ -355,7 +383,7 @@ export class BlacklistSnapshots {
     return this.cursor(
       `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
         where ${where.sql} and (${ranges.join(' or ') || 'false'})${onBase}
-        order by e.position`,
+        order by ${ORDER.list('e')}`,
       values,
       base ? [selection.head.id, base.head.id] : [selection.head.id],
     );
@@ -368,7 +396,7 @@ export class BlacklistSnapshots {
       client.query<EntryRows[K] & QueryResultRow>(
         `select ${ENTRY_COLUMNS[columns.select]} from blacklist_entries e
           where ${where.sql} and e.ip::inet between $1::inet and $2::inet
-          order by e.${ORDER[columns.order ?? 'list']}`,
+          order by ${ORDER[columns.order ?? 'list']('e')}`,
         [first, last, ...where.values],
       ),
     );
@@ -394,22 +422,34 @@ export class BlacklistSnapshots {
     return { rows: rows as AsyncIterable<T>, release };
   }
 
-  /** Scores every reported address into a new snapshot (or keeps the current one when equal). */
-  async regenerate(progress: Progress = silentProgress): Promise<RegenerationResult> {
-    return (await this.regenerateIf(async () => true, progress))!;
+  /**
+   * Regenerates now (the command line's `trs blacklist regenerate`), waiting for a scheduled
+   * regeneration under way to end first. Incremental unless `full` (see regenerateIf).
+   */
+  async regenerate(progress: Progress = silentProgress, options: { full?: boolean } = {}): Promise<RegenerationResult> {
+    const locked = async (client: Queryable) => {
+      await client.query('select pg_advisory_xact_lock($1)', [REGENERATION_LOCK]);
+      return true;
+    };
+    return (await this.regenerateIf(locked, progress, options))!;
   }
 
   /**
    * The scheduled regeneration: once across every process (the first to take the lock), and
-   * only when the last snapshot was checked `intervalMs` ago or more.
+   * only when the last snapshot was checked `intervalMs` ago or more. Incremental, with a full
+   * pass when the last one is `fullEveryMs` old (the safety net).
    */
-  regenerateIfDue(intervalMs: number): Promise<RegenerationResult | undefined> {
-    return this.regenerateIf(async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
-      if (!rows[0]!.locked) return false;
-      const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
-      return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= intervalMs;
-    });
+  regenerateIfDue(intervalMs: number, fullEveryMs = DEFAULT_FULL_EVERY_MS): Promise<RegenerationResult | undefined> {
+    return this.regenerateIf(
+      async (client) => {
+        const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1) as locked', [REGENERATION_LOCK]);
+        if (!rows[0]!.locked) return false;
+        const { rows: last } = await client.query<{ checked_at: Date }>('select checked_at from blacklist_snapshots order by id desc limit 1');
+        return !last[0] || this.clock.now().getTime() - last[0].checked_at.getTime() >= intervalMs;
+      },
+      silentProgress,
+      { fullEveryMs },
+    );
   }
 
   /**
@@ -419,139 +459,294 @@ export class BlacklistSnapshots {
    * runs one transaction at a time, and behind a transaction-mode pooler, which keeps no
    * session (and no session lock) from one transaction to the next. Scoring a million addresses
    * takes longer than the request path's statement timeout: the transaction lifts it.
+   *
+   * The scores live in `blacklist_scores`, each with the last moment it holds. An incremental
+   * pass rescores only the addresses whose inputs changed (`blacklist_dirty`, written by
+   * triggers) and those whose score stops holding before now; the others are carried forward as
+   * they are, which is exact because a score only changes at those moments
+   * (reputation/score.ts, scoreHoldsUntil). A full pass rescores every address: when asked
+   * (`full`), when the last full pass is `fullEveryMs` old, when nothing was scored yet, or when
+   * the clock stands before the last pass (scores only hold forward in time).
    */
   async regenerateIf(
     condition: (client: Queryable) => Promise<boolean>,
     progress: Progress = silentProgress,
+    options: { full?: boolean; fullEveryMs?: number } = {},
   ): Promise<RegenerationResult | undefined> {
     const now = this.clock.now();
     return transaction(this.pool, async (client) => {
       if (!(await condition(client))) return undefined;
-      // Counting costs a scan of ip_stats: only done when someone watches.
-      const total =
-        progress === silentProgress ? 1 : (await client.query<{ n: number }>('select count(*)::int as n from ip_stats')).rows[0]!.n;
-      const scoring = progress.step('blacklist: scoring addresses', total);
-      await client.query(`
-        create temporary table blacklist_staging (
-          ip text not null, score smallint not null, last_reported_at timestamptz not null,
-          total_reports integer not null, categories smallint[] not null, country_code text
-        ) on commit drop`);
-      await client.query(
-        `declare reported no scroll cursor for
-           select s.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
-                  s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
-                  s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
-                  s.positive_feedback as "positiveFeedback"
-             from ip_stats s
-            where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
+      const { rows: [state] } = await client.query<{ full_at: Date; scored_at: Date }>(
+        'select full_at, scored_at from blacklist_regeneration where id = 1 for update',
       );
-      for (;;) {
-        const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
-        if (rows.length === 0) break;
-        const scores = rows.map((r) => this.scoreOf({ ...r, whitelisted: false }));
-        await client.query(
-          `insert into blacklist_staging
-           select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
-             from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[])
-               as v(ip, score, last_reported_at, total_reports, categories, country_code)`,
-          [
-            rows.map((r) => r.ip),
-            scores,
-            rows.map((r) => r.lastReportedAt),
-            rows.map((r) => r.totalReports),
-            rows.map((r) => `{${r.categories.join(',')}}`),
-            rows.map((r) => r.countryCode),
-          ],
-        );
-        scoring.advance(rows.length);
-      }
-      await client.query('close reported');
-      scoring.done();
-      const writing = progress.step('blacklist: writing the snapshot');
-
-      const { rows: [summary] } = await client.query<{ hash: string; total: number }>(
-        `select md5(coalesce(string_agg(ip || ' ' || score || ' ' || extract(epoch from last_reported_at)::bigint
-                                        || ' ' || total_reports || ' ' || categories::text,
-                                        ',' order by score desc, last_reported_at desc, ip), '')) as hash,
-                count(*)::int as total
-           from blacklist_staging`,
-      );
-      const current = await client.query<{ id: number; content_hash: string; generated_at: Date }>(
-        'select id, content_hash, generated_at from blacklist_snapshots order by id desc limit 1 for update',
+      const current = await client.query<SummaryRow & { id: number; generated_at: Date }>(
+        'select id, generated_at, content_hash, entry_count, score_positions, stats from blacklist_snapshots order by id desc limit 1 for update',
       );
       const head = current.rows[0];
-      if (head && head.content_hash === summary!.hash) {
+      const full =
+        !!options.full ||
+        !state ||
+        !head ||
+        now < state.scored_at ||
+        (options.fullEveryMs !== undefined && now.getTime() - state.full_at.getTime() >= options.fullEveryMs);
+      const rescored = full ? await this.rescoreAll(client, now, progress) : await this.rescoreChanged(client, now, progress);
+      await client.query(
+        `insert into blacklist_regeneration (id, full_at, scored_at) values (1, $1, $2)
+         on conflict (id) do update set full_at = excluded.full_at, scored_at = excluded.scored_at`,
+        [full ? now : state!.full_at, now],
+      );
+      const writing = progress.step('blacklist: writing the snapshot');
+      // Without a snapshot the current entries are no base (a database whose snapshots were emptied).
+      if (!head) await client.query('delete from blacklist_entries');
+      // What differs from the current entries, among those this pass scored: new versions
+      // (entries added or changed) and the versions they close (changed or gone).
+      const scope = full ? '' : 'join blacklist_rescore r on r.ip = x.ip';
+      await client.query(
+        `create temporary table blacklist_new on commit drop as
+           select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_scores x ${scope}
+           except
+           select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_entries x ${scope}
+            where x.until_snapshot is null`,
+      );
+      await client.query('analyze blacklist_new');
+      await client.query(
+        `create temporary table blacklist_closed on commit drop as
+           select x.ip from ${full ? 'blacklist_entries x' : 'blacklist_rescore r join blacklist_entries x on x.ip = r.ip'}
+            where x.until_snapshot is null
+              and (exists (select 1 from blacklist_new n where n.ip = x.ip) or not exists (select 1 from blacklist_scores s where s.ip = x.ip))`,
+      );
+      await client.query('analyze blacklist_closed');
+      const { rows: [diff] } = await client.query<{ added: number; closed: number }>(
+        'select (select count(*)::int from blacklist_new) as added, (select count(*)::int from blacklist_closed) as closed',
+      );
+      if (head && diff!.added === 0 && diff!.closed === 0) {
+        // No entry differs: the current snapshot stands, and its ETag with it.
         await client.query('update blacklist_snapshots set checked_at = $2 where id = $1', [head.id, now]);
         writing.done({ changed: false });
-        return { snapshotId: head.id, changed: false, entries: summary!.total, generatedAt: head.generated_at };
+        return { snapshotId: head.id, changed: false, entries: head.entry_count, generatedAt: head.generated_at, full, rescored: rescored.count };
       }
 
-      const { rows: byScore } = await client.query<{ score: number; count: number }>(
-        'select score, count(*)::int as count from blacklist_staging group by score',
-      );
-      const scorePositions = new Array<number>(101).fill(0);
-      for (const { score, count } of byScore) scorePositions[score] = count;
-      for (let s = 99; s >= 0; s--) scorePositions[s]! += scorePositions[s + 1]!;
-
-      const stats = await this.computeStats(client, summary!.total, scorePositions);
       const { rows: [created] } = await client.query<{ id: number }>(
         `insert into blacklist_snapshots (generated_at, checked_at, content_hash, entry_count, score_positions, stats)
-         values ($1, $1, $2, $3, $4, $5) returning id`,
-        [now, summary!.hash, summary!.total, scorePositions, JSON.stringify(stats)],
+         values ($1, $1, '', 0, '{}', '{}') returning id`,
+        [now],
+      );
+      const id = created!.id;
+      await client.query(
+        'update blacklist_entries e set until_snapshot = $1 from blacklist_closed c where e.ip = c.ip and e.until_snapshot is null',
+        [id],
       );
       await client.query(
-        `insert into blacklist_entries (snapshot_id, position, ip, score, last_reported_at, total_reports, categories, country_code,
-                                        refresh_phase)
-         select $1, row_number() over (order by score desc, last_reported_at desc, ip), ip, score, last_reported_at,
-                total_reports, categories, country_code, (hashtextextended(ip, 0) & 2147483647) % $2
-           from blacklist_staging`,
-        [created!.id, REFRESH_CYCLE_SECONDS],
+        `insert into blacklist_entries (ip, from_snapshot, score, last_reported_at, total_reports, categories, country_code, refresh_phase)
+         select ip, $1, score, last_reported_at, total_reports, categories, country_code, (hashtextextended(ip, 0) & 2147483647) % $2
+           from blacklist_new`,
+        [id, REFRESH_CYCLE_SECONDS],
       );
-      // Fresh statistics, or the planner reads a million new rows as a few hundred and sorts.
-      await client.query('analyze blacklist_entries');
-      // The last `history` snapshots stay, for deltas and for downloads still streaming them.
+
+      // The snapshot's summary: after a full pass read from the scores (one pass each, no sort),
+      // else the current one's with the differences (the closed versions out, the new ones in).
+      const summary = full ? await this.summarise(client) : await this.summariseChange(client, head!, id);
+      await client.query(
+        'update blacklist_snapshots set content_hash = $2, entry_count = $3, score_positions = $4, stats = $5 where id = $1',
+        [id, summary.hash, summary.total, summary.scorePositions, JSON.stringify(summary.stats)],
+      );
+      // Fresh statistics after a full pass, or the planner reads a million new rows as a few hundred and sorts.
+      if (full) await client.query('analyze blacklist_entries');
+      // The last `history` snapshots stay, for deltas and for downloads still streaming them,
+      // and the versions alive in one of them.
       await client.query('delete from blacklist_snapshots where id < (select id from blacklist_snapshots order by id desc offset $1 limit 1)', [
         this.history,
       ]);
-      writing.done({ changed: true, entries: summary!.total });
-      return { snapshotId: created!.id, changed: true, entries: summary!.total, generatedAt: now };
+      await client.query('delete from blacklist_entries where until_snapshot <= (select min(id) from blacklist_snapshots)');
+      writing.done({ changed: true, entries: summary.total });
+      return { snapshotId: id, changed: true, entries: summary.total, generatedAt: now, full, rescored: rescored.count };
     }, { long: true });
   }
 
-  private async computeStats(
-    client: { query: Pool['query'] },
-    total: number,
-    positions: number[],
-  ): Promise<BlacklistStats & { countries: CountryThreat }> {
-    const band = (from: number, to: number) => positions[from]! - (positions[to + 1] ?? 0);
-    const { rows } = await client.query<{ id: number; count: number }>(
-      `select g.id, count(b.ip)::int as count
-         from unnest($1::int[], $2::text[]) as g(id, categories)
-         left join blacklist_staging b on b.score >= $3 and b.categories && g.categories::smallint[]
-        group by g.id`,
-      [BLACKLIST_CATEGORIES.map((c) => c.id), BLACKLIST_CATEGORIES.map((c) => `{${c.categories.join(',')}}`), COMMUNITY_MIN],
+  /** A full pass: every reported address (the whitelist left out) scored again into blacklist_scores. */
+  private async rescoreAll(client: Connection, now: Date, progress: Progress): Promise<{ count: number }> {
+    // What the triggers noted up to now is in this pass; what they note after it, in the next.
+    await client.query('delete from blacklist_dirty');
+    await client.query('truncate blacklist_scores');
+    // Counting costs a scan of ip_stats: only done when someone watches.
+    const total = progress === silentProgress ? 1 : (await client.query<{ n: number }>('select count(*)::int as n from ip_stats')).rows[0]!.n;
+    const count = await this.score(client, now, progress.step('blacklist: scoring every address', total), 'ip_stats s');
+    await client.query('analyze blacklist_scores');
+    return { count };
+  }
+
+  /**
+   * An incremental pass: the addresses the triggers noted since the last pass, and those whose
+   * score stops holding before `now`, scored again; every other score is carried forward.
+   */
+  private async rescoreChanged(client: Connection, now: Date, progress: Progress): Promise<{ count: number }> {
+    await client.query('create temporary table blacklist_rescore (ip text primary key) on commit drop');
+    // Rows a writer commits after this statement stay for the next pass (the table has no unique
+    // key: a writer's append never waits on this delete).
+    await client.query('with noted as (delete from blacklist_dirty returning ip) insert into blacklist_rescore select distinct ip from noted');
+    await client.query('insert into blacklist_rescore select ip from blacklist_scores where changes_at < $1 on conflict do nothing', [now]);
+    await client.query('analyze blacklist_rescore');
+    const { rows: [size] } = await client.query<{ n: number }>('select count(*)::int as n from blacklist_rescore');
+    await client.query('delete from blacklist_scores s using blacklist_rescore r where s.ip = r.ip');
+    const count = await this.score(client, now, progress.step('blacklist: scoring changed addresses', size!.n), 'ip_stats s join blacklist_rescore r on r.ip = s.ip');
+    return { count };
+  }
+
+  /** Scores the addresses of `from` (ip_stats as `s`; the whitelist left out) into blacklist_scores, a batch at a time. */
+  private async score(client: Connection, now: Date, scoring: Step, from: string): Promise<number> {
+    await client.query(
+      `declare reported no scroll cursor for
+         select s.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+                s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
+                s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
+                s.positive_feedback as "positiveFeedback"
+           from ${from}
+          where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
     );
-    const counts = new Map(rows.map((r) => [r.id, r.count]));
-    const { rows: countryRows } = await client.query<{ country_code: string; ips: number; avg: number }>(
-      `select country_code, count(*)::int as ips, avg(score)::float8 as avg
-         from blacklist_staging where country_code is not null group by country_code`,
+    let count = 0;
+    for (;;) {
+      const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
+      if (rows.length === 0) break;
+      const scored = rows.map((r) => this.scoreOf({ ...r, whitelisted: false }, now));
+      await client.query(
+        `insert into blacklist_scores (ip, score, last_reported_at, total_reports, categories, country_code, changes_at)
+         select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code, v.changes_at
+           from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[], $7::timestamptz[])
+             as v(ip, score, last_reported_at, total_reports, categories, country_code, changes_at)`,
+        [
+          rows.map((r) => r.ip),
+          scored.map((s) => s.score),
+          rows.map((r) => r.lastReportedAt),
+          rows.map((r) => r.totalReports),
+          rows.map((r) => `{${r.categories.join(',')}}`),
+          rows.map((r) => r.countryCode),
+          scored.map((s) => s.holdsUntil),
+        ],
+      );
+      count += rows.length;
+      scoring.advance(rows.length);
+    }
+    await client.query('close reported');
+    scoring.done();
+    return count;
+  }
+
+  /** The summary of the whole list, from blacklist_scores. */
+  private async summarise(client: Queryable): Promise<Summary> {
+    const [totals] = (await client.query<Totals>(`select ${TOTALS_SQL} from blacklist_scores x`)).rows;
+    const { rows: byScore } = await client.query<{ score: number; count: number }>(
+      'select score, count(*)::int as count from blacklist_scores group by score',
     );
-    return {
-      countries: Object.fromEntries(
-        countryRows.map((r) => [r.country_code, { ips: r.ips, avgScore: Math.round(r.avg * 100) / 100 }]),
-      ),
+    const { rows: byCountry } = await client.query<{ country_code: string; ips: number; sum: number }>(
+      'select country_code, count(*)::int as ips, sum(score)::float8 as sum from blacklist_scores where country_code is not null group by country_code',
+    );
+    const counts = new Array<number>(101).fill(0);
+    for (const { score, count } of byScore) counts[score] = count;
+    const countries: Record<string, [number, number]> = {};
+    for (const r of byCountry) countries[r.country_code] = [r.ips, r.sum];
+    return summaryOf(totals!.hash, counts, totals!, countries);
+  }
+
+  /**
+   * The summary of snapshot `id` from the one before it (`head`): the versions `id` closed
+   * taken out, the ones it wrote (blacklist_new) put in. Work in proportion to the change.
+   */
+  private async summariseChange(client: Queryable, head: SummaryRow, id: number): Promise<Summary> {
+    const sides = [
+      { sign: -1, from: 'blacklist_entries x where x.until_snapshot = $1', values: [id] },
+      { sign: 1, from: 'blacklist_new x', values: [] },
+    ];
+    const before = head.stats.sums ?? {};
+    const counts = head.score_positions.map((n, s) => n - (head.score_positions[s + 1] ?? 0));
+    const groups = BLACKLIST_CATEGORIES.map((c) => head.stats.byCategory.find((g) => g.name === c.name)?.count ?? 0);
+    const countries: Record<string, [number, number]> = Object.fromEntries(Object.entries(before).map(([cc, v]) => [cc, [...v] as [number, number]]));
+    let hash = BigInt(head.content_hash);
+    for (const side of sides) {
+      const [totals] = (await client.query<Totals>(`select ${TOTALS_SQL} from ${side.from}`, side.values)).rows;
+      hash += BigInt(side.sign) * BigInt(totals!.hash);
+      BLACKLIST_CATEGORIES.forEach((_, i) => (groups[i]! += side.sign * totals![`g${i}`]!));
+      const { rows } = await client.query<{ score: number; country_code: string | null }>(`select x.score, x.country_code from ${side.from}`, side.values);
+      for (const r of rows) {
+        counts[r.score]! += side.sign;
+        if (r.country_code === null) continue;
+        const entry = (countries[r.country_code] ??= [0, 0]);
+        entry[0] += side.sign;
+        entry[1] += side.sign * r.score;
+        if (entry[0] === 0) delete countries[r.country_code];
+      }
+    }
+    const totals = Object.fromEntries(groups.map((n, i) => [`g${i}`, n]));
+    return summaryOf(hash.toString(), counts, totals, countries);
+  }
+}
+
+/** A snapshot's row as its summary is carried from one snapshot to the next. */
+type SummaryRow = {
+  content_hash: string;
+  entry_count: number;
+  score_positions: number[];
+  stats: BlacklistStats & { countries?: CountryThreat; sums?: Record<string, [number, number]> };
+};
+type Totals = { hash: string } & Record<string, number>;
+interface Summary {
+  hash: string;
+  total: number;
+  scorePositions: number[];
+  stats: BlacklistStats & { countries: CountryThreat; sums: Record<string, [number, number]> };
+}
+
+/**
+ * One entry's hash, and the sums a summary takes of a set of entries `x`: the content hash is
+ * the sum of the entries' hashes (the content decides it, as it decides the order); g<i>: how
+ * many entries of the i-th thematic list score COMMUNITY_MIN or more.
+ */
+const ENTRY_HASH = `hashtextextended(x.ip || ' ' || x.score || ' ' || extract(epoch from x.last_reported_at) || ' ' || x.total_reports
+                                    || ' ' || x.categories::text, 0)::numeric`;
+const TOTALS_SQL = [
+  `coalesce(sum(${ENTRY_HASH}), 0)::text as hash`,
+  ...BLACKLIST_CATEGORIES.map(
+    (c, i) => `(count(*) filter (where x.score >= ${COMMUNITY_MIN} and x.categories && '{${c.categories.map(Number).join(',')}}'::smallint[]))::int as g${i}`,
+  ),
+].join(', ');
+
+/** A summary from per-score counts, the thematic lists' counts and per-country [entries, score sum]. */
+function summaryOf(hash: string, counts: number[], groups: Record<string, number>, sums: Record<string, [number, number]>): Summary {
+  const positions = [...counts];
+  for (let s = 99; s >= 0; s--) positions[s]! += positions[s + 1]!;
+  const total = positions[0]!;
+  const band = (from: number, to: number) => positions[from]! - (positions[to + 1] ?? 0);
+  const countries = Object.fromEntries(
+    Object.keys(sums)
+      .sort()
+      .map((cc) => [cc, { ips: sums[cc]![0], avgScore: Math.round((sums[cc]![1] / sums[cc]![0]) * 100) / 100 }]),
+  );
+  return {
+    hash,
+    total,
+    scorePositions: positions,
+    stats: {
+      countries,
+      sums: Object.fromEntries(Object.keys(sums).sort().map((cc) => [cc, sums[cc]!])),
       total,
       community: positions[COMMUNITY_MIN]!,
       byConfidence: { '90-100': band(90, 100), '75-89': band(75, 89), '50-74': band(50, 74), '25-49': band(25, 49) },
-      byCategory: BLACKLIST_CATEGORIES.map((c) => ({ name: c.name, count: counts.get(c.id) ?? 0 })),
-    };
-  }
+      byCategory: BLACKLIST_CATEGORIES.map((c, i) => ({ name: c.name, count: groups[`g${i}`] ?? 0 })),
+    },
+  };
 }
 
 /** Earlier snapshots kept by default: two hours of regenerations at the default interval. */
 export const DEFAULT_HISTORY = 8;
+/** The scheduled regeneration's full pass, its safety net under the incremental ones: daily by default. */
+export const DEFAULT_FULL_EVERY_MS = 86_400_000;
 
 /** The snapshots of a database, scored the way lookups score. */
 export function blacklistSnapshots(pool: Pool, clock: Clock, history = DEFAULT_HISTORY, reads: Pool = pool): BlacklistSnapshots {
-  return new BlacklistSnapshots(pool, clock, (aggregate) => scoreAggregate(aggregate, clock.now()).abuseConfidencePercentage, history, reads);
+  return new BlacklistSnapshots(pool, clock, scoreWithHold, history, reads);
+}
+
+/** The score of an aggregate at `now` as lookups compute it, and the last moment it holds. */
+export function scoreWithHold(aggregate: IpAggregate, now: Date): { score: number; holdsUntil: Date | null } {
+  const score = scoreAggregate(aggregate, now).abuseConfidencePercentage;
+  return { score, holdsUntil: scoreHoldsUntil(toScoreInput(aggregate), now, score) };
 }

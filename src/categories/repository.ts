@@ -31,6 +31,19 @@ export class CategoryRepository {
       if ((err as { code?: string }).code === '23505') return 'name_taken';
       throw err;
     }
+    // The addresses reported with it take its new severity (their highest one, as
+    // recomputeAggregates computes it), and the blacklist's triggers note them for rescoring.
+    // After the category's own commit, so saving it again finishes what a failure here left;
+    // only rows whose severity differs are written (and so rescored).
+    if (existing) {
+      await em.getConnection().execute(
+        `update ip_stats s set max_severity = n.severity
+           from (select s.ip, coalesce((select max(c.severity_level) from threat_categories c where c.id = any(s.categories)), 0) as severity
+                   from ip_stats s where s.categories @> array[?]::smallint[]) n
+          where s.ip = n.ip and s.max_severity <> n.severity`,
+        [input.id],
+      );
+    }
     return entity;
   }
 

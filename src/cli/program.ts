@@ -453,14 +453,18 @@ export function createProgram(io: CliIo): Command {
     .command('blacklist')
     .description('the blacklist snapshot')
     .command('regenerate')
-    .description('score every reported address into a new snapshot now (the server does it every BLACKLIST_INTERVAL_MINUTES)')
+    .description(
+      'write a new snapshot now (the server does it every BLACKLIST_INTERVAL_MINUTES): the addresses changed since the last one and those whose score decayed are scored again, the others carried forward',
+    )
+    .option('--full', 'score every reported address again')
     .option('--json', 'print a JSON object')
-    .action(async (opts: { json?: boolean }) => {
-      const result = await withServices((s) => s.snapshots.regenerate(consoleProgress(io.stderr)));
+    .action(async (opts: { json?: boolean; full?: boolean }) => {
+      const result = await withServices((s) => s.snapshots.regenerate(consoleProgress(io.stderr), { full: !!opts.full }));
+      const scored = `${result.full ? 'full pass' : 'incremental'}, ${result.rescored} scored`;
       print(result, !!opts.json, () =>
         result.changed
-          ? `new snapshot ${result.snapshotId}: ${result.entries} addresses`
-          : `the list is unchanged (snapshot ${result.snapshotId}, ${result.entries} addresses)`,
+          ? `new snapshot ${result.snapshotId}: ${result.entries} addresses (${scored})`
+          : `the list is unchanged (snapshot ${result.snapshotId}, ${result.entries} addresses; ${scored})`,
       );
     });
 

@@ -112,20 +112,51 @@ const combine = (reportScore: number, diversity: number, recency: number, severi
 export function confidenceScorer(now: Date): (input: ScoreInput) => number {
   const nowMs = now.getTime();
   const decay = effectiveReports(1, now);
-  return (input) => {
-    if (!(input.reportCount > 0 && input.lastReportedAt !== null)) return 0;
-    const effective = Math.min(input.reportCount, input.decaySum * decay);
-    const hoursSinceLast = Math.max(0, nowMs - input.lastReportedAt.getTime()) / 3_600_000;
-    return combine(
-      reportScoreOf(effective),
-      fromTable(DIVERSITY, diversityOf, input.uniqueReporters),
-      recencyOf(hoursSinceLast),
-      fromTable(SEVERITY, severityOf, input.maxSeverity),
-      honeypotOf(input.honeypotReports),
-      fromTable(FEEDBACK, feedbackOf, input.positiveFeedback),
-      maxConfidenceOf(input),
-    );
-  };
+  return (input) => confidenceAt(input, nowMs, decay);
+}
+
+/** confidenceScorer's number at `nowMs`, `decay` being effectiveReports(1, that time). */
+function confidenceAt(input: ScoreInput, nowMs: number, decay: number): number {
+  if (!(input.reportCount > 0 && input.lastReportedAt !== null)) return 0;
+  const effective = Math.min(input.reportCount, input.decaySum * decay);
+  const hoursSinceLast = Math.max(0, nowMs - input.lastReportedAt.getTime()) / 3_600_000;
+  return combine(
+    reportScoreOf(effective),
+    fromTable(DIVERSITY, diversityOf, input.uniqueReporters),
+    recencyOf(hoursSinceLast),
+    fromTable(SEVERITY, severityOf, input.maxSeverity),
+    honeypotOf(input.honeypotReports),
+    fromTable(FEEDBACK, feedbackOf, input.positiveFeedback),
+    maxConfidenceOf(input),
+  );
+}
+
+/** How far ahead `scoreHoldsUntil` looks: past it every decaying term is 0 to a double's precision. */
+const HOLD_HORIZON_MS = 20 * 365 * 86_400_000;
+/** The precision of `scoreHoldsUntil`: the moment it names is at most this before the real change. */
+const HOLD_PRECISION_MS = 1_000;
+
+/**
+ * The last moment (to a second, never after it) at which the score of `input` is still `score`,
+ * its score at `now`; null when it never changes again. The score never rises as the same
+ * inputs age (every term that depends on time, the effective count and the recency weight, only
+ * falls), so it holds from `now` to that moment and is lower at any time after it: a
+ * regeneration at time T need only rescore the addresses whose moment is before T (see
+ * docs/scaling.md). Found by bisection on the same scorer the regeneration uses.
+ */
+export function scoreHoldsUntil(input: ScoreInput, now: Date, score: number): Date | null {
+  if (score === 0) return null;
+  const at = (ms: number) => confidenceAt(input, ms, 2 ** (-(ms - EPOCH_MS) / HALF_LIFE_MS));
+  let lo = now.getTime();
+  if (at(lo) !== score) return now;
+  let hi = lo + HOLD_HORIZON_MS;
+  if (at(hi) === score) return null;
+  while (hi - lo > HOLD_PRECISION_MS) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (at(mid) === score) lo = mid;
+    else hi = mid;
+  }
+  return new Date(lo);
 }
 
 export function computeScore(input: ScoreInput, now: Date): Score {
@@ -175,17 +206,19 @@ export type AggregateFacts = Omit<ScoreInput, 'reportCount'> & { totalReports: n
 
 /** The score of an address from its aggregate: the one way lookups, reports and the blacklist score. */
 export function scoreAggregate(aggregate: AggregateFacts, now: Date): Score {
-  return computeScore(
-    {
-      reportCount: aggregate.totalReports,
-      uniqueReporters: aggregate.uniqueReporters,
-      honeypotReports: aggregate.honeypotReports,
-      decaySum: aggregate.decaySum,
-      lastReportedAt: aggregate.lastReportedAt,
-      maxSeverity: aggregate.maxSeverity,
-      whitelisted: aggregate.whitelisted,
-      positiveFeedback: aggregate.positiveFeedback,
-    },
-    now,
-  );
+  return computeScore(toScoreInput(aggregate), now);
+}
+
+/** What the score reads of an aggregate. */
+export function toScoreInput(aggregate: AggregateFacts): ScoreInput {
+  return {
+    reportCount: aggregate.totalReports,
+    uniqueReporters: aggregate.uniqueReporters,
+    honeypotReports: aggregate.honeypotReports,
+    decaySum: aggregate.decaySum,
+    lastReportedAt: aggregate.lastReportedAt,
+    maxSeverity: aggregate.maxSeverity,
+    whitelisted: aggregate.whitelisted,
+    positiveFeedback: aggregate.positiveFeedback,
+  };
 }

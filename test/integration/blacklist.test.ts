@@ -134,15 +134,14 @@ describe('GET /blacklist', () => {
   it('keeps a rendered list up to BLACKLIST_CACHE_MB, and renders every request at 0', async () => {
     const uncached = await s.sibling({ blacklistCacheBytes: 0 });
     const path = '/blacklist?confidence=60&limit=3';
-    const moved = '2026-06-15T11:00:00.000Z';
-    const snapshot = 'select max(id) from blacklist_snapshots';
+    const moved = '2026-06-15T13:00:00.000Z'; // later: the entry stays first in the list's order
     try {
       const first = await api(path, { key: contributor });
       const before = await api(path, { key: contributor }, uncached);
       expect(before.body).toEqual(first.body);
       // The snapshot's rows change under the same ETag: only a kept rendering can still show the old ones.
       const { ip, lastReportedAt } = first.body.data[0];
-      const entry = `update blacklist_entries set last_reported_at = $1 where snapshot_id = (${snapshot}) and ip = $2`;
+      const entry = 'update blacklist_entries set last_reported_at = $1 where until_snapshot is null and ip = $2';
       expect((await s.pool.query(entry, [moved, ip])).rowCount).toBe(1);
       try {
         const kept = await api(path, { key: contributor });

@@ -86,7 +86,7 @@ describe('the entities describe the migrated schema', () => {
 
   it('knows every function the migrations made (MikroORM maps none)', async () => {
     const functions = await query<{ name: string }>(`select proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`);
-    expect(functions.map((f) => f.name)).toEqual(['charge_counters']);
+    expect(functions.map((f) => f.name)).toEqual(['blacklist_dirty_stats', 'blacklist_dirty_whitelist', 'blacklist_dirty_whitelist_update', 'charge_counters']);
   });
 });
 
@@ -107,7 +107,7 @@ describe('the entities read back what they write', () => {
     em.create(WebSessionEntity, { idHash: Buffer.alloc(32, 7), account, createdAt: now, lastSeenAt: now, expiresAt: now, flash: null });
     const audit = em.create(AuditEventEntity, { account, at: now, kind: 'key_created' });
     const snapshot = em.create(BlacklistSnapshotEntity, { generatedAt: now, checkedAt: now, contentHash: 'h', entryCount: 1, scorePositions: [1, 1, 0], stats: { total: 1 } });
-    em.create(BlacklistEntryEntity, { snapshot, position: 0, ip: '203.0.113.9', score: 90, lastReportedAt: now, totalReports: 1, categories: [18], countryCode: null, refreshPhase: 3600 });
+    em.create(BlacklistEntryEntity, { fromSnapshot: 1, untilSnapshot: null, ip: '203.0.113.9', score: 90, lastReportedAt: now, totalReports: 1, categories: [18], countryCode: null, refreshPhase: 3600 });
     em.create(SiteNotificationConfigEntity, { key, site: 'shop.example.com', siteUrl: 'https://shop.example.com', recipients: ['a@example.com', 'b, c@example.com'], fromName: 'Shop', fromEmail: 'shop@example.com', updatedAt: now });
     const message = em.create(RelayMessageEntity, { account, channel: 'sms', periodStart: now, fundedBy: 'inclusive', recipient: '+4915112345678', payload: { code: '123456' }, createdAt: now, lastError: null, finishedAt: null, keyId: key.id, provider: null, providerId: null, sendingAt: null, sentAt: null, receiptAt: null, receiptError: null });
     em.create(RelayUsageEntity, { account, channel: 'sms', periodStart: now, inclusiveUsed: 1 });
@@ -132,7 +132,7 @@ describe('the entities read back what they write', () => {
     expect((await read.findOneOrFail(WebSessionEntity, Buffer.alloc(32, 7))).account.id).toBe(account.id);
     expect(await read.findOneOrFail(AuditEventEntity, audit.id)).toMatchObject({ actor: '', ip: '', detail: {} });
     expect(await read.findOneOrFail(BlacklistSnapshotEntity, snapshot.id)).toMatchObject({ scorePositions: [1, 1, 0], stats: { total: 1 } });
-    expect(await read.findOneOrFail(BlacklistEntryEntity, { snapshot: snapshot.id, position: 0 })).toMatchObject({ categories: [18], score: 90 });
+    expect(await read.findOneOrFail(BlacklistEntryEntity, { ip: '203.0.113.9', fromSnapshot: 1 })).toMatchObject({ categories: [18], score: 90 });
     expect((await read.findOneOrFail(SiteNotificationConfigEntity, { key: key.id, site: 'shop.example.com' })).recipients).toEqual(['a@example.com', 'b, c@example.com']);
     expect(await read.findOneOrFail(RelayMessageEntity, message.id)).toMatchObject({ status: 'queued', attempts: 0, site: '', siteUrl: '', payload: { code: '123456' }, keyId: key.id });
     expect(await read.findOneOrFail(RelayUsageEntity, { account: account.id, channel: 'sms', periodStart: now })).toMatchObject({ inclusiveUsed: 1 });

@@ -13,12 +13,16 @@ export interface BlacklistSnapshot {
   stats: Record<string, unknown>;
 }
 
-/** One address of a snapshot, in the list's order. */
+/**
+ * One version of an address's entry, shared by every snapshot from `fromSnapshot` up to (not
+ * including) `untilSnapshot` (null while current). A snapshot's list is its alive versions in
+ * the order (score desc, lastReportedAt desc, ip).
+ */
 export interface BlacklistEntry {
-  [PrimaryKeyProp]?: ['snapshot', 'position'];
-  snapshot: BlacklistSnapshot;
-  position: number;
+  [PrimaryKeyProp]?: ['ip', 'fromSnapshot'];
   ip: string;
+  fromSnapshot: number;
+  untilSnapshot: number | null;
   score: number;
   lastReportedAt: Date;
   totalReports: number;
@@ -64,13 +68,25 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
   name: 'BlacklistEntry',
   tableName: 'blacklist_entries',
   indexes: [
-    { name: 'blacklist_entries_address_idx', expression: "CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (snapshot_id, ((ip)::inet))" },
-    { name: 'blacklist_entries_refresh_idx', properties: ['snapshot', 'refreshPhase'] },
+    {
+      name: 'blacklist_entries_order_idx',
+      expression: 'CREATE INDEX blacklist_entries_order_idx ON blacklist_entries USING btree (score DESC, last_reported_at DESC, ip)',
+    },
+    { name: 'blacklist_entries_address_idx', expression: 'CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (((ip)::inet))' },
+    { name: 'blacklist_entries_refresh_idx', properties: ['refreshPhase'] },
+    {
+      name: 'blacklist_entries_until_idx',
+      expression: 'CREATE INDEX blacklist_entries_until_idx ON blacklist_entries USING btree (until_snapshot) WHERE (until_snapshot IS NOT NULL)',
+    },
+    {
+      name: 'blacklist_entries_current_idx',
+      expression: 'CREATE UNIQUE INDEX blacklist_entries_current_idx ON blacklist_entries USING btree (ip) WHERE (until_snapshot IS NULL)',
+    },
   ],
   properties: {
-    snapshot: { kind: 'm:1', entity: () => BlacklistSnapshotEntity, fieldName: 'snapshot_id', primary: true, deleteRule: 'cascade', updateRule: 'no action' },
-    position: { type: 'integer', primary: true },
-    ip: { type: 'text' },
+    ip: { type: 'text', primary: true },
+    fromSnapshot: { type: bigintNumber(), fieldName: 'from_snapshot', primary: true },
+    untilSnapshot: { type: bigintNumber(), fieldName: 'until_snapshot', nullable: true },
     score: { type: 'smallint' },
     lastReportedAt: { type: 'Date', fieldName: 'last_reported_at' },
     totalReports: { type: 'integer', fieldName: 'total_reports' },
@@ -105,4 +121,75 @@ export const BouncerEntity = new EntitySchema<Bouncer>({
   },
 });
 
-export const blacklistEntities = [BlacklistSnapshotEntity, BlacklistEntryEntity, BouncerEntity];
+/**
+ * A listed address as the regeneration last scored it (the whitelist left out): a snapshot is
+ * written from these. `changesAt`: the last moment the score is known to hold (its decay crosses
+ * to a lower integer just after); null when it never changes again.
+ */
+export interface BlacklistScore {
+  ip: string;
+  score: number;
+  lastReportedAt: Date;
+  totalReports: number;
+  categories: number[];
+  countryCode: string | null;
+  changesAt: Date | null;
+}
+
+/** An address whose inputs changed since the last regeneration (appended by triggers). */
+export interface BlacklistDirty {
+  id: number;
+  ip: string;
+}
+
+/** The one row saying when `blacklist_scores` was last scored whole (`fullAt`) and at all (`scoredAt`). */
+export interface BlacklistRegeneration {
+  id: number;
+  fullAt: Date;
+  scoredAt: Date;
+}
+
+export const BlacklistScoreEntity = new EntitySchema<BlacklistScore>({
+  name: 'BlacklistScore',
+  tableName: 'blacklist_scores',
+  indexes: [
+    { name: 'blacklist_scores_changes_idx', properties: ['changesAt'] },
+  ],
+  properties: {
+    ip: { type: 'text', primary: true },
+    score: { type: 'smallint' },
+    lastReportedAt: { type: 'Date', fieldName: 'last_reported_at' },
+    totalReports: { type: 'integer', fieldName: 'total_reports' },
+    categories: { type: numberArray(), columnType: 'smallint[]' },
+    countryCode: { type: 'text', fieldName: 'country_code', nullable: true },
+    changesAt: { type: 'Date', fieldName: 'changes_at', nullable: true },
+  },
+});
+
+export const BlacklistDirtyEntity = new EntitySchema<BlacklistDirty>({
+  name: 'BlacklistDirty',
+  tableName: 'blacklist_dirty',
+  properties: {
+    id: { type: bigintNumber(), primary: true, autoincrement: true, generated: 'identity' },
+    ip: { type: 'text' },
+  },
+});
+
+export const BlacklistRegenerationEntity = new EntitySchema<BlacklistRegeneration>({
+  name: 'BlacklistRegeneration',
+  tableName: 'blacklist_regeneration',
+  properties: {
+    id: { type: 'smallint', primary: true, autoincrement: false },
+    fullAt: { type: 'Date', fieldName: 'full_at' },
+    scoredAt: { type: 'Date', fieldName: 'scored_at' },
+  },
+});
+
+export const blacklistEntities = [
+  BlacklistSnapshotEntity,
+  BlacklistEntryEntity,
+  BouncerEntity,
+  BlacklistScoreEntity,
+  BlacklistDirtyEntity,
+  BlacklistRegenerationEntity,
+];
