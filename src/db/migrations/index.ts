@@ -22,6 +22,7 @@ import { Migration20261128010000KeySiteRefusals } from './Migration2026112801000
 import { Migration20261128010100RelayPayloadRetention } from './Migration20261128010100RelayPayloadRetention.js';
 import { Migration20261129000000RelayMessageRetention } from './Migration20261129000000RelayMessageRetention.js';
 import { Migration20261129010000ReportPartitions } from './Migration20261129010000ReportPartitions.js';
+import { Migration20261130040000ReportEvidence } from './Migration20261130040000ReportEvidence.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
 export const migrationsList: MigrationObject[] = [
@@ -48,4 +49,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128010100RelayPayloadRetention', class: Migration20261128010100RelayPayloadRetention },
   { name: 'Migration20261129000000RelayMessageRetention', class: Migration20261129000000RelayMessageRetention },
   { name: 'Migration20261129010000ReportPartitions', class: Migration20261129010000ReportPartitions },
+  { name: 'Migration20261130040000ReportEvidence', class: Migration20261130040000ReportEvidence },
 ];
