@@ -356,6 +356,16 @@ export interface paths {
          *     `categories` as an array, a comma-separated string or a single id, as the
          *     ReportedIP clients send it.
          *
+         *     `evidence` (optional, at most 16 KiB) carries the log lines that show the
+         *     abuse. It is private: only the reporting account
+         *     (`GET /reports/{ip}/evidence`) and the operator read it, never
+         *     `GET /reports/{ip}` or any other answer. Secrets in it (e-mail addresses,
+         *     Authorization headers and bearer tokens, cookies, passwords and keys in
+         *     URLs, this server's keys) are removed before it is stored, and
+         *     `evidenceRedactions` says what was removed. A submission aggregated into an
+         *     earlier report adds its evidence to that report's, while the two fit
+         *     16 KiB.
+         *
          *     - **Access:** any valid key (every role).
          *     - **Quota:** +N on the daily report quota, one per report stored, charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
          */
@@ -487,6 +497,36 @@ export interface paths {
          *     - **Caching:** cache pages for at least 15 minutes.
          */
         get: operations["listReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reports/{ip}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the evidence of your reports about an IP address
+         * @description Lists the reports your account made about one address that carry
+         *     evidence (the `evidence` of `POST /report` or the Evidence column of
+         *     `POST /bulk-report`), newest first, with the evidence as it was stored:
+         *     after the secrets in it were removed. Only your account's reports are
+         *     listed, whichever of its keys made them; the evidence of other reporters
+         *     is never shown (the operator reads it with `trs reports evidence`).
+         *     Evidence is kept as long as its report and dropped with it at the end of
+         *     the retention (`REPORT_RETENTION_DAYS`).
+         *
+         *     - **Access:** any valid key (every role).
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         */
+        get: operations["listReportEvidence"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1419,6 +1459,8 @@ export interface components {
         };
         /** @description 1 to 30 threat-category ids (see `GET /categories`), as an array of ids, as one string of ids separated by commas (`"18,31"`, the form the ReportedIP clients send), or as a single id. Repeated ids count once. Ids that are not in the catalogue are ignored and named in the answer; a report with no known id is refused with 422. */
         CategoryInput: number[] | string | number;
+        /** @description Private evidence: the log lines that show the abuse (a fail2ban match, web server or mail log lines). Never public: only you (your account's keys, through `GET /reports/{ip}/evidence`) and the operator read it; `GET /reports/{ip}` and every other answer leave it out. Before it is stored the server removes what must not be kept and says so in `evidenceRedactions`: e-mail addresses, Authorization headers and bearer tokens, cookie values, credentials in URLs (`user:password@`), the values of query and form parameters and fields named like secrets (password, pass, pwd, key, api_key, token, access_token, secret, sig, signature …), JSON Web Tokens, private keys and anything shaped like an API key of this server, each replaced with a marker such as `[redacted:email]`. Line ends become line feeds and control characters other than tab are removed. At most 16,384 characters (longer: 400) and 16,384 bytes of UTF-8 (larger: 413). Kept as long as the report: it is dropped with it at the end of the retention (`REPORT_RETENTION_DAYS`). */
+        EvidenceInput: string;
         /** @description A report about one IP address. */
         ReportRequest: {
             /**
@@ -1429,6 +1471,30 @@ export interface components {
             categories: components["schemas"]["CategoryInput"];
             /** @description What was observed. Control characters (other than tab and line feed) are removed, and what remains is kept up to 1,024 characters: a longer comment is shortened (the answer says so) rather than refused, so that an automated reporter never loses a report to its length. Do not include personal data. Reporters with the Professional role and up can read comments through `GET /reports/{ip}`. */
             comment?: string;
+            evidence?: components["schemas"]["EvidenceInput"];
+        };
+        /** @description What was removed from the evidence before it was stored: how many of each kind, kinds with none left out (an empty object when nothing was removed). */
+        EvidenceRedactions: {
+            /** @description PEM private key blocks. */
+            privateKey?: number;
+            /** @description Values shaped like this server's API or bouncer keys (`trs_…`, `trsb_…`). */
+            apiKey?: number;
+            /** @description Credentials of `Authorization` and `Proxy-Authorization` headers (the scheme is kept). */
+            authorization?: number;
+            /** @description `Cookie` and `Set-Cookie` headers whose values were removed (the names are kept). */
+            cookie?: number;
+            /** @description Bearer tokens outside an Authorization header. */
+            bearer?: number;
+            /** @description JSON Web Tokens. */
+            jwt?: number;
+            /** @description User names and passwords in URLs (`scheme://user:password@host`). */
+            urlCredentials?: number;
+            /** @description Values of query or form parameters named like secrets (`?password=`, `&api_key=`, `&sig=` …). */
+            secretParameter?: number;
+            /** @description Values of fields named like secrets (`"password": "…"`, `token: …`). */
+            secretField?: number;
+            /** @description E-mail addresses. */
+            email?: number;
         };
         /** @description The stored report. */
         ReportResult: {
@@ -1447,6 +1513,11 @@ export interface components {
             ignoredCategories: number[];
             /** @description `true` when the comment was longer than 1,024 characters and was shortened. */
             commentTruncated: boolean;
+            /** @description Present when the submission carried `evidence`: `true` when it was stored with the report. `false` only for a submission aggregated into an earlier report whose evidence together with this one would pass 16,384 bytes: the earlier evidence is kept, this one is not. */
+            evidenceStored?: boolean;
+            evidenceRedactions?: components["schemas"]["EvidenceRedactions"];
+            /** @description Present when the submission carried `evidence`: `true` when the markers of what was removed made it longer than 16,384 bytes and its end was cut. */
+            evidenceTruncated?: boolean;
         };
         /** @description Envelope of `POST /report`. */
         ReportResultEnvelope: {
@@ -1682,6 +1753,44 @@ export interface components {
             meta: components["schemas"]["Meta"];
             data: components["schemas"]["ReportPage"];
         };
+        /** @description One of the caller's reports with its evidence as stored. */
+        ReportEvidence: {
+            /** @description Report id (the `reportId` of `POST /report`). */
+            id: number;
+            categories: components["schemas"]["CategoryIds"];
+            /**
+             * Format: date-time
+             * @description Time of the first submission of this report.
+             */
+            reportedAt: string;
+            /** @description Further submissions merged into this report (their evidence joined to it while it fits 16 KiB). */
+            aggregationCount: number;
+            /** @description The evidence, redacted as it was stored (secrets replaced with markers such as `[redacted:email]`). */
+            evidence: string;
+        };
+        /** @description One page of the caller's reports about an address that carry evidence, newest first. */
+        ReportEvidencePage: {
+            /**
+             * Format: ip
+             * @description The address.
+             */
+            ip: string;
+            /** @description The reports on this page; empty beyond the last page. */
+            reports: components["schemas"]["ReportEvidence"][];
+            /** @description Number of the caller's reports about the address that carry evidence. */
+            total: number;
+            /** @description This page number. */
+            page: number;
+            /** @description Page size used. */
+            per_page: number;
+            /** @description Number of pages, `ceil(total / per_page)`; 0 when there are none. */
+            total_pages: number;
+        };
+        /** @description Envelope of `GET /reports/{ip}/evidence`. */
+        ReportEvidencePageEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["ReportEvidencePage"];
+        };
         /** @description Activity in one time bucket. */
         TrendPoint: {
             /** @description Start of the bucket: for `24h` the hour as a UTC timestamp (`2026-11-20T13:00:00Z`), for `7d` and `30d` the UTC day (`2026-11-20`). */
@@ -1754,7 +1863,7 @@ export interface components {
         };
         /** @description Reports as CSV text. */
         BulkReportRequest: {
-            /** @description One report per line, lines separated by line feeds (a carriage return before the line feed is ignored). Columns in order: IP, Categories, Comment. Several category ids in the Categories column are joined with `|`; the Comment column is optional. Fields follow RFC 4180 quoting, so a comment containing commas or quotes is enclosed in double quotes. A first line starting with `IP` is a header and is skipped, as are empty lines. At most 10,000 lines and 2 MiB (2,097,152 bytes); larger bodies are refused with 413. */
+            /** @description One report per line, lines separated by line feeds (a carriage return before the line feed is ignored). Columns in order: IP, Categories, Comment, Evidence. Several category ids in the Categories column are joined with `|`; the Comment and Evidence columns are optional. Evidence is private, redacted and bounded as the `evidence` of `POST /report` (line feeds in it are written `\n`, as the CSV has one report per line); a line whose evidence is larger than 16,384 bytes is refused. Fields follow RFC 4180 quoting, so a comment containing commas or quotes is enclosed in double quotes. A first line starting with `IP` is a header and is skipped, as are empty lines. At most 10,000 lines and 2 MiB (2,097,152 bytes); larger bodies are refused with 413. */
             csv: string;
         };
         /** @description A CSV line that was not stored. */
@@ -1781,6 +1890,8 @@ export interface components {
                 /** @description What was left out. */
                 message: string;
             }[];
+            /** @description Present when some stored line carried evidence: what was removed from the evidence of all the stored lines together, by kind. */
+            evidenceRedactions?: components["schemas"]["EvidenceRedactions"];
         };
         /** @description Envelope of `POST /bulk-report`. */
         BulkReportEnvelope: {
@@ -2227,7 +2338,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request body is larger than 3 MiB, or than 64 KiB in a request without a valid key (the key is checked before the body is read), or the `csv` of `POST /bulk-report` has more than 10,000 lines or 2 MiB. */
+        /** @description The request body is larger than 3 MiB, or than 64 KiB in a request without a valid key (the key is checked before the body is read), or the `csv` of `POST /bulk-report` has more than 10,000 lines or 2 MiB, or the `evidence` of `POST /report` is larger than 16,384 bytes of UTF-8 (the error names the field). */
         PayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3260,6 +3371,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReportPageEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listReportEvidence: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page number, 1-10,000.
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description Reports per page, 1-50 (each carries up to 16 KiB of evidence).
+                 * @example 10
+                 */
+                per_page?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The IPv4 or IPv6 address. The schema uses the custom format `ip`: a dotted-quad IPv4 address or an IPv6 address in any RFC 4291 text form, without prefix length or zone.
+                 * @example 203.0.113.7
+                 */
+                ip: components["parameters"]["IpPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of your reports about the address that carry evidence. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportEvidencePageEnvelope"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
  * that neither a renamed, percent-encoded or repeated parameter nor a header nor a message
  * carries a key into a log.
  */
-const KEY_LIKE = /trsb?_[A-Za-z0-9_-]{16,}/gi;
+export const KEY_LIKE = /trsb?_[A-Za-z0-9_-]{16,}/gi;
 const REDACTED = '[redacted]';
 
 /** Decodes percent-escapes (repeatedly, so double encoding hides nothing); bad escapes stay. */

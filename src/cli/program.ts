@@ -29,6 +29,7 @@ import { maintainReports } from '../account/purge-job.js';
 import { DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
 import type { Bouncer } from '../crowdsec/repository.js';
 import { escapeUnprintable, printableJson } from '../text.js';
+import { parseAddress } from '../address.js';
 
 /** For the commands that look no address up: the GeoIP data (seconds to load) is not opened. */
 const NO_GEOIP: GeoIp = {
@@ -590,6 +591,26 @@ export function createProgram(io: CliIo): Command {
         ].join('\n'),
       );
       if (result.refused) io.exitCode = 1;
+    });
+
+  reportCommands
+    .command('evidence <ip>')
+    .description("the private evidence of the reports about an address (redacted as stored), newest first: every reporter's, or one account's")
+    .option('--account <id>', "only this account's reports", positiveInt)
+    .option('--limit <n>', 'at most this many reports', positiveInt, 20)
+    .option('--json', 'print a JSON object')
+    .action(async (ip: string, opts: { account?: number; limit: number; json?: boolean }) => {
+      const address = parseAddress(ip.trim());
+      if (!address) throw new Error(`${ip} is not an IPv4 or IPv6 address`);
+      const result = await withDatabase((db) => new ReputationRepository(db.pool).evidence(address.text, opts.account, opts.limit, 0));
+      print({ ip: address.text, ...result }, !!opts.json, () =>
+        [
+          `${result.total} report(s) about ${address.text} with evidence${result.reports.length < result.total ? `, the newest ${result.reports.length} shown` : ''}`,
+          ...result.reports.map((r) =>
+            [`report ${r.id} by account ${r.accountId} at ${r.reportedAt.toISOString()} (categories ${r.categories.join(', ')})`, ...r.evidence.split('\n').map((l) => `  ${l}`)].join('\n'),
+          ),
+        ].join('\n'),
+      );
     });
 
   accountCommands(program, withDatabase, print, io.env);

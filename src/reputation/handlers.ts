@@ -60,6 +60,16 @@ export function reputationHandlers(reputation: ReputationService, metering: Mete
       sendData(res, data);
     },
 
+    async listReportEvidence(req, res) {
+      const data: DataOf<'listReportEvidence'> = await reputation.ownEvidence(
+        res.locals.caller!,
+        req.params.ip,
+        req.query.page ?? 1,
+        req.query.per_page ?? 10,
+      );
+      sendData(res, data);
+    },
+
     async searchIpsPublic(req, res) {
       const data: DataOf<'searchIpsPublic'> = await reputation.search(req.query.q, req.query.limit ?? 20);
       sendData(res, data);

@@ -13,6 +13,7 @@ export interface Paying {
 
 type CheckedRow = Omit<CheckedAddress, 'lastReportedAt'> & { lastReportedMs: number };
 import type { ScoreInput } from './score.js';
+import { EVIDENCE_MAX_BYTES, joinEvidence } from './evidence.js';
 
 /** The per-IP aggregate, maintained on write (ip_stats): a lookup never scans the reports. */
 export type IpAggregate = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'> & {
@@ -61,6 +62,8 @@ export interface NewReport {
   ip: string;
   categories: number[];
   comment: string;
+  /** Private evidence, redacted (evidence.ts); none when none was given. */
+  evidence?: string | null;
   /** Highest severity of its categories. */
   severity: number;
   geo: { countryCode: string | null; asn: number | null; isp: string | null };
@@ -79,7 +82,12 @@ export interface StoredReport {
   categories: number[];
   /** The address's score after the batch. */
   score: number;
+  /** Whether the report's evidence (when it had some) was kept: false when its report's was full. */
+  evidenceStored: boolean;
 }
+
+/** One of a reporter's reports with its evidence (GET /reports/{ip}/evidence, `trs reports evidence`). */
+export type EvidenceRecord = Pick<Report, 'id' | 'categories' | 'reportedAt' | 'aggregationCount'> & { accountId: number; evidence: string };
 
 export const AGGREGATION_WINDOW_MS = 5 * 60_000;
 
@@ -308,6 +316,29 @@ export class ReputationRepository {
     return rows;
   }
 
+  /**
+   * The reports about an address that carry evidence, newest first: one account's (the
+   * reporter's own), or every account's (the operator's); with how many there are.
+   */
+  async evidence(ip: string, accountId: number | undefined, limit: number, offset: number): Promise<{ total: number; reports: EvidenceRecord[] }> {
+    const [counted, listed] = await Promise.all([
+      this.pool.query<{ n: number }>({
+        name: 'report-evidence-count',
+        text: `select count(*)::int as n from reports
+                where ip = $1 and ($2::int is null or account_id = $2) and evidence is not null`,
+        values: [ip, accountId ?? null],
+      }),
+      this.pool.query<EvidenceRecord>({
+        name: 'report-evidence',
+        text: `select id, categories, reported_at as "reportedAt", aggregation_count as "aggregationCount", account_id as "accountId", evidence
+                 from reports where ip = $1 and ($2::int is null or account_id = $2) and evidence is not null
+                order by reported_at desc, id desc limit $3 offset $4`,
+        values: [ip, accountId ?? null, limit, offset],
+      }),
+    ]);
+    return { total: counted.rows[0]!.n, reports: listed.rows };
+  }
+
   /** Addresses whose text starts with `prefix`, in address order (an index range scan). */
   searchPrefix(prefix: string, limit: number): Promise<IpAggregate[]> {
     return this.search('search-prefix', `s.ip like $1 || '%' order by s.ip`, [prefix.replace(/[\\%_]/g, '\\$&'), limit]);
@@ -375,30 +406,43 @@ export class ReputationRepository {
       const recent = await this.recentReports(client, pairs, new Date(now.getTime() - AGGREGATION_WINDOW_MS));
 
       const ended = new Map<string, number>();
-      const inserts: { key: string; ip: string; reporter: Reporter; categories: number[]; comment: string; aggregation: number }[] = [];
-      const merges: { id: number; categories: number[]; comment: string; aggregation: number }[] = [];
+      const inserts: { key: string; ip: string; reporter: Reporter; categories: number[]; comment: string; evidence: string | null; aggregation: number }[] = [];
+      const merges: { id: number; categories: number[]; comment: string; evidence: string | null; aggregation: number }[] = [];
+      // Evidence of submissions that did not fit their group's (joinEvidence kept the earlier).
+      const evidenceLeftOut = new Set<NewReport>();
+      // Earlier reports whose evidence was full: the new evidence of their group was left out.
+      const mergeLeftOut = new Set<number>();
       for (const [key, list] of groups) {
         const categories = list.reduce((acc, r) => union(acc, r.categories), [] as number[]);
         const comment = list.find((r) => r.comment !== '')?.comment ?? '';
+        // The group's evidence joined in order; the earlier report's is joined to it in SQL,
+        // where it is (never read here: up to 16 KiB a row, on the hot path).
+        let evidence: string | null = null;
+        for (const r of list) {
+          const joined = joinEvidence(evidence, r.evidence ?? null);
+          if (r.evidence && joined === evidence) evidenceLeftOut.add(r);
+          evidence = joined;
+        }
         const earlier = recent.get(key);
         if (earlier) {
           merges.push({
             id: earlier.id,
             categories: union(earlier.categories, categories),
             comment: earlier.comment || comment,
+            evidence,
             aggregation: earlier.aggregation_count + list.length,
           });
           ended.set(key, earlier.id);
         } else {
-          inserts.push({ key, ip: list[0]!.ip, reporter: list[0]!.reporter, categories, comment, aggregation: list.length - 1 });
+          inserts.push({ key, ip: list[0]!.ip, reporter: list[0]!.reporter, categories, comment, evidence, aggregation: list.length - 1 });
         }
       }
       if (inserts.length) {
         const { rows } = await client.query<{ id: number; account_id: number; ip: string }>(
-          `insert into reports (ip, account_id, reporter_role, reporter_country, categories, comment, reported_at, aggregation_count)
-           select v.ip, v.account_id, v.role, v.country, v.categories::smallint[], v.comment, $1, v.aggregation
-             from unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])
-               as v(ip, account_id, role, country, categories, comment, aggregation)
+          `insert into reports (ip, account_id, reporter_role, reporter_country, categories, comment, reported_at, aggregation_count, evidence)
+           select v.ip, v.account_id, v.role, v.country, v.categories::smallint[], v.comment, $1, v.aggregation, v.evidence
+             from unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[])
+               as v(ip, account_id, role, country, categories, comment, aggregation, evidence)
            returning id, account_id, ip`,
           [
             now,
@@ -409,18 +453,34 @@ export class ReputationRepository {
             inserts.map((r) => pgArray(r.categories)),
             inserts.map((r) => r.comment),
             inserts.map((r) => r.aggregation),
+            inserts.map((r) => r.evidence),
           ],
         );
         for (const row of rows) ended.set(`${row.account_id}:${row.ip}`, row.id);
       }
       if (merges.length) {
         merges.sort((a, b) => a.id - b.id);
-        await client.query(
-          `update reports r set categories = v.categories::smallint[], comment = v.comment, aggregation_count = v.aggregation
-             from unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) as v(id, categories, comment, aggregation)
-            where r.id = v.id`,
-          [merges.map((m) => m.id), merges.map((m) => pgArray(m.categories)), merges.map((m) => m.comment), merges.map((m) => m.aggregation)],
+        // The evidence joins the earlier report's while the whole fits EVIDENCE_MAX_BYTES (as
+        // joinEvidence does); the reports whose new evidence did not fit say so.
+        const { rows: full } = await client.query<{ id: number; left_out: boolean }>(
+          `update reports r set categories = v.categories::smallint[], comment = v.comment, aggregation_count = v.aggregation,
+                  evidence = case when v.evidence is null or r.evidence is null then coalesce(r.evidence, v.evidence)
+                                  when octet_length(r.evidence) + 1 + octet_length(v.evidence) <= $5 then r.evidence || E'\\n' || v.evidence
+                                  else r.evidence end
+             from unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $6::text[]) as v(id, categories, comment, aggregation, evidence)
+            where r.id = v.id
+           returning r.id, (v.evidence is not null and r.evidence is distinct from v.evidence
+                            and right(r.evidence, length(v.evidence) + 1) is distinct from E'\\n' || v.evidence) as left_out`,
+          [
+            merges.map((m) => m.id),
+            merges.map((m) => pgArray(m.categories)),
+            merges.map((m) => m.comment),
+            merges.map((m) => m.aggregation),
+            EVIDENCE_MAX_BYTES,
+            merges.map((m) => m.evidence),
+          ],
         );
+        for (const row of full) if (row.left_out) mergeLeftOut.add(Number(row.id));
       }
       const { rows: newReporter } = await client.query<{ ip: string; account_id: number }>(
         `insert into ip_reporters (ip, account_id) select * from unnest($1::text[], $2::int[]) as v(ip, a) order by ip, a
@@ -502,7 +562,9 @@ export class ReputationRepository {
         const before = seen.get(key) ?? recent.get(key)?.categories ?? [];
         const categories = union(before, report.categories);
         seen.set(key, categories);
-        return { reportId: ended.get(key)!, ip: report.ip, categories, score: scores.get(report.ip) ?? 0 };
+        const reportId = ended.get(key)!;
+        const evidenceStored = !!report.evidence && !evidenceLeftOut.has(report) && !mergeLeftOut.has(Number(reportId));
+        return { reportId, ip: report.ip, categories, score: scores.get(report.ip) ?? 0, evidenceStored };
       });
     });
   }

@@ -9,6 +9,7 @@ import { paid, type Metered, type Payer, type Quota, type Usage } from '../keys/
 import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Address } from '../address.js';
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
+import { EVIDENCE_MAX_BYTES, addRedactions, evidenceBytes, redactEvidence, type Redactions } from './evidence.js';
 import { confidenceScorer, scoreAggregate, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 
@@ -22,6 +23,8 @@ export const SEARCH_QUERY_MAX = 64;
 export const REPORT_CATEGORIES_MAX = 30;
 export const HISTORY_PAGE_MAX = 10_000;
 export const HISTORY_PER_PAGE_MAX = 100;
+/** Pages of evidence are smaller: each report carries up to 16 KiB of it. */
+export const EVIDENCE_PER_PAGE_MAX = 50;
 /** A network check scores at most this many addresses: every address of an IPv4 /16. */
 export const NETWORK_ADDRESSES_MAX = 65_536;
 /** The widest network a check takes, per IP version. */
@@ -60,12 +63,24 @@ export interface ReportView {
 const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 export const cleanComment = (comment: string) => comment.replace(/\r\n?/g, '\n').replace(CONTROL, '');
 
-type Refusal = { field: 'ip' | 'categories'; code: 'invalid_request' | 'address_not_reportable' | 'unknown_category'; message: string };
-type Validated = { report: NewReport; ignored: number[]; truncated: boolean };
+type Refusal = {
+  field: 'ip' | 'categories' | 'evidence';
+  code: 'invalid_request' | 'address_not_reportable' | 'unknown_category' | 'evidence_too_large';
+  message: string;
+};
+/** `evidence`: what redaction removed and whether the markers made it cut, when evidence was given. */
+type Validated = { report: NewReport; ignored: number[]; truncated: boolean; evidence?: { redactions: Redactions; truncated: boolean } };
+
+/** The answer's account of a report's evidence, when it had some. */
+function evidenceAnswer(validated: Validated, stored: boolean) {
+  return validated.evidence
+    ? { evidenceStored: stored, evidenceRedactions: validated.evidence.redactions, evidenceTruncated: validated.evidence.truncated }
+    : {};
+}
 
 /** A line of a bulk report: parsed, or refused with why. */
 export type CsvLine = { line: number; input: string } & (
-  | { ip: string; categories: number[]; comment: string }
+  | { ip: string; categories: number[]; comment: string; evidence?: string }
   | { error: string }
 );
 
@@ -302,7 +317,11 @@ export class ReputationService {
    * categories only when none is known. A comment longer than COMMENT_MAX is shortened, since
    * automated reporters drop a refused report for good.
    */
-  private async validateReport(ip: string, categories: number[], comment: string): Promise<Validated | Refusal> {
+  private async validateReport(ip: string, categories: number[], comment: string, evidence?: string): Promise<Validated | Refusal> {
+    // Measured as sent, before anything is removed: the bound is the sender's.
+    if (evidence !== undefined && evidenceBytes(evidence) > EVIDENCE_MAX_BYTES) {
+      return { field: 'evidence', code: 'evidence_too_large', message: `the evidence is larger than ${EVIDENCE_MAX_BYTES} bytes of UTF-8` };
+    }
     const parsed = parseAddress(ip.trim());
     if (!parsed) return { field: 'ip', code: 'invalid_request', message: `'${ip}' is not an IPv4 or IPv6 address` };
     const reason = unreportable(parsed);
@@ -324,16 +343,20 @@ export class ReputationService {
     }
     const cleaned = cleanComment(comment);
     const truncated = cleaned.length > COMMENT_MAX;
+    // Empty evidence is none; what is kept of the rest is its redacted text.
+    const redacted = evidence ? redactEvidence(evidence) : undefined;
     return {
       report: {
         ip: parsed.text,
         categories: known,
         comment: truncated ? `${cleaned.slice(0, COMMENT_MAX - 1)}…` : cleaned,
+        evidence: redacted?.text || null,
         severity: Math.max(...known.map((id) => catalogue.get(id)!)),
         geo: this.geo.lookup(parsed.text),
       },
       ignored,
       truncated,
+      ...(redacted ? { evidence: { redactions: redacted.redactions, truncated: redacted.truncated } } : {}),
     };
   }
 
@@ -354,8 +377,14 @@ export class ReputationService {
   }
 
   /** POST /report. `reporterIp` is where the report came from: the target of attack-map connections. */
-  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: unknown; comment?: string }, payer: Payer) {
-    const validated = await this.validateReport(input.ip, categoryIds(input.categories), input.comment ?? '');
+  async report(caller: Caller, reporterIp: string, input: { ip: string; categories: unknown; comment?: string; evidence?: string }, payer: Payer) {
+    const validated = await this.validateReport(input.ip, categoryIds(input.categories), input.comment ?? '', input.evidence);
+    if ('field' in validated && validated.code === 'evidence_too_large') {
+      throw new DomainError('too_large', sentence(`The report was refused: ${validated.message}; send the lines that show the abuse, not the whole log`), {
+        code: validated.code,
+        fields: [{ name: 'evidence', message: validated.message }],
+      });
+    }
     if ('field' in validated) {
       throw unprocessable(sentence(`The report was refused: ${validated.message}`), [
         { name: validated.field, message: validated.message },
@@ -370,6 +399,7 @@ export class ReputationService {
         abuseConfidencePercentage: stored.score,
         ignoredCategories: validated.ignored,
         commentTruncated: validated.truncated,
+        ...evidenceAnswer(validated, stored.evidenceStored),
       },
       usage: usage!,
     };
@@ -400,25 +430,40 @@ export class ReputationService {
     const errors: { line: number; input: string; error: string; field?: Refusal['field'] }[] = [];
     const warnings: { line: number; message: string }[] = [];
     const valid: NewReport[] = [];
+    const validLines: number[] = [];
+    let redactions: Redactions | undefined;
     for (const line of lines) {
       if ('error' in line) {
         errors.push({ line: line.line, input: line.input, error: line.error });
         continue;
       }
-      const validated = await this.validateReport(line.ip, line.categories, line.comment);
+      const validated = await this.validateReport(line.ip, line.categories, line.comment, line.evidence);
       if ('field' in validated) {
-        errors.push({ line: line.line, input: line.input, error: validated.message, field: validated.field });
+        errors.push({ line: line.line, input: line.input, error: validated.message, field: validated.field === 'evidence' ? undefined : validated.field });
         continue;
       }
       valid.push(validated.report);
+      validLines.push(line.line);
       if (validated.ignored.length) warnings.push({ line: line.line, message: `stored without the unknown category ids ${validated.ignored.join(', ')}` });
       if (validated.truncated) warnings.push({ line: line.line, message: `the comment was shortened to ${COMMENT_MAX} characters` });
+      if (validated.evidence) {
+        redactions = addRedactions(redactions ?? {}, validated.evidence.redactions);
+        if (validated.evidence.truncated) warnings.push({ line: line.line, message: `the evidence was cut to ${EVIDENCE_MAX_BYTES} bytes after redaction` });
+      }
     }
     const reporter = this.reporter(caller, reporterIp);
     const charged: { usage?: Usage } = {};
-    if (valid.length) await this.store(valid.map((report) => ({ ...report, reporter })), (client) => this.chargeIn(payer, charged)(lines.length, client));
-    else if (payer) charged.usage = await this.charge(payer, lines.length);
-    return { data: { success_count: valid.length, error_count: errors.length, errors, warnings }, usage: charged.usage as Usage };
+    if (valid.length) {
+      const stored = await this.store(valid.map((report) => ({ ...report, reporter })), (client) => this.chargeIn(payer, charged)(lines.length, client));
+      stored.forEach((s, i) => {
+        if (valid[i]!.evidence && !s.evidenceStored) warnings.push({ line: validLines[i]!, message: `the evidence was not kept: its report's evidence is full (${EVIDENCE_MAX_BYTES} bytes)` });
+      });
+      warnings.sort((a, b) => a.line - b.line);
+    } else if (payer) charged.usage = await this.charge(payer, lines.length);
+    return {
+      data: { success_count: valid.length, error_count: errors.length, errors, warnings, ...(redactions ? { evidenceRedactions: redactions } : {}) },
+      usage: charged.usage as Usage,
+    };
   }
 
   /**
@@ -458,17 +503,19 @@ export class ReputationService {
       }
       if (!seenData && /^\s*ip\s*$/i.test(record[0] ?? '')) return; // the optional header line
       seenData = true;
-      if (record.length > 3) {
-        out.push({ line, input, error: 'expected at most 3 columns: IP, Categories, Comment (quote a comment that contains commas)' });
+      if (record.length > 4) {
+        out.push({ line, input, error: 'expected at most 4 columns: IP, Categories, Comment, Evidence (quote a field that contains commas)' });
         return;
       }
-      const [ip = '', categoriesText = '', comment = ''] = record;
+      const [ip = '', categoriesText = '', comment = '', evidenceText] = record;
+      // The CSV holds one report per line: line feeds in evidence are written \n.
+      const evidence = evidenceText?.replace(/\\n/g, '\n');
       const parts = categoriesText.split(/[|;,]/).map((p) => p.trim()).filter(Boolean);
       if (parts.some((p) => !/^\d{1,3}$/.test(p))) {
         out.push({ line, input, error: `categories must be ids joined with '|' (got '${categoriesText}')` });
         return;
       }
-      out.push({ line, input, ip: ip.trim(), categories: parts.map(Number), comment });
+      out.push({ line, input, ip: ip.trim(), categories: parts.map(Number), comment, ...(evidence ? { evidence } : {}) });
     });
     return out;
   }
@@ -520,6 +567,32 @@ export class ReputationService {
       per_page: perPage,
       total_pages: Math.ceil(total / perPage),
       ...(delisting ? { delisting } : {}),
+    };
+  }
+
+  /**
+   * GET /reports/{ip}/evidence: the caller's account's reports about an address that carry
+   * evidence, newest first. Never another account's: the account is the caller's, not a
+   * parameter.
+   */
+  async ownEvidence(caller: Caller, ip: string, page: number, perPage: number) {
+    within('page', page, 1, HISTORY_PAGE_MAX);
+    within('per_page', perPage, 1, EVIDENCE_PER_PAGE_MAX);
+    const parsed = this.parse(ip);
+    const { total, reports } = await this.repository.evidence(parsed.text, caller.accountId, perPage, (page - 1) * perPage);
+    return {
+      ip: parsed.text,
+      reports: reports.map((r) => ({
+        id: r.id,
+        categories: r.categories,
+        reportedAt: r.reportedAt.toISOString(),
+        aggregationCount: r.aggregationCount,
+        evidence: r.evidence,
+      })),
+      total,
+      page,
+      per_page: perPage,
+      total_pages: Math.ceil(total / perPage),
     };
   }
 

@@ -10,7 +10,7 @@ import type { Role } from '../../roles.js';
  */
 export interface Report {
   [PrimaryKeyProp]?: ['id', 'reportedAt'];
-  [OptionalProps]?: 'comment' | 'aggregationCount' | 'reporterCountry';
+  [OptionalProps]?: 'comment' | 'aggregationCount' | 'reporterCountry' | 'evidence';
   id: number;
   ip: string;
   account: Account;
@@ -22,6 +22,11 @@ export interface Report {
   aggregationCount: number;
   /** The country of the reporter's address at report time (the attack map's target). */
   reporterCountry: string | null;
+  /**
+   * Private evidence (log lines), redacted before storing (reputation/evidence.ts): shown only to
+   * its reporter and the operator; dropped with its partition at retention.
+   */
+  evidence: string | null;
 }
 
 /** The per-address aggregate, maintained as reports arrive. */
@@ -95,6 +100,7 @@ export const ReportEntity = new EntitySchema<Report>({
     reportedAt: { type: 'Date', fieldName: 'reported_at', primary: true },
     aggregationCount: { type: 'integer', fieldName: 'aggregation_count', default: 0 },
     reporterCountry: { type: 'text', fieldName: 'reporter_country', nullable: true },
+    evidence: { type: 'text', nullable: true },
   },
 });
 
