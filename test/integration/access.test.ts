@@ -54,6 +54,7 @@ const OPERATIONS: { op: string; method: string; path: string; json?: unknown; al
   { op: 'checkBlock', method: 'GET', path: '/check-block?network=8.8.8.0/24', allowed: KEYED },
   { op: 'reportIp', method: 'POST', path: '/report', json: { ip: '8.8.8.8', categories: [4] }, allowed: KEYED },
   { op: 'verifyKey', method: 'GET', path: '/verify-key', allowed: KEYED },
+  { op: 'listReportEvidence', method: 'GET', path: '/reports/8.8.8.8/evidence', allowed: KEYED },
   { op: 'getBlacklist', method: 'GET', path: '/blacklist', allowed: CONTRIBUTOR_UP },
   { op: 'listReports', method: 'GET', path: '/reports/8.8.8.8', allowed: PROFESSIONAL_UP },
   { op: 'getTrends', method: 'GET', path: '/trends', allowed: PROFESSIONAL_UP },

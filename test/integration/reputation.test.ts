@@ -172,7 +172,7 @@ describe('POST /bulk-report', () => {
       '1.1.1.3,4',
       '1.1.1.4,"broken,4',
       '1.1.1.5,x|y,bad ids',
-      '1.1.1.6,4,too,many',
+      '1.1.1.6,4,too,many,columns',
       '2606:4700:4700::1111,4|14,"quoted ""comment"""',
     ].join('\r\n');
     const res = await api('/bulk-report', { key, json: { csv } });
