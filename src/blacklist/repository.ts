@@ -5,6 +5,7 @@ import type { BlacklistEntry } from '../db/entities/blacklist.js';
 import type { IpStats } from '../db/entities/reputation.js';
 import { readerOf, transaction, withClient, type Connection, type Pool, type Queryable, type Read } from '../db/pool.js';
 import type { ReplicaPool } from '../db/replicas.js';
+import { purgeExpiredWhitelist } from '../reputation/whitelist.repository.js';
 import { sql } from '../db/sql.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
 
@@ -476,6 +477,9 @@ export class BlacklistSnapshots {
     const now = this.clock.now();
     return transaction(this.pool, async (client) => {
       if (!(await condition(client))) return undefined;
+      // A delisting's whitelist entry ends at its time, not at the next hourly purge: deleted
+      // here, its trigger notes the address, and this very pass lists it again if it scores.
+      await purgeExpiredWhitelist(client, now);
       const { rows: [state] } = await client.query<{ full_at: Date; scored_at: Date }>(
         'select full_at, scored_at from blacklist_regeneration where id = 1 for update',
       );
