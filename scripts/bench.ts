@@ -292,6 +292,9 @@ async function measure(serverMain: string): Promise<void> {
   await db.close();
 
   const smtp = await startSmtp();
+  // BENCH_CPU_PROF=<dir>: the server writes a CPU profile there when it stops
+  // (summarised by scripts/support/profile-summary.ts).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const appEnv = (extra: Record<string, string> = {}) => ({
     NODE_OPTIONS: NODE_OPTIONS,
     DATABASE_URL: url,
@@ -307,7 +310,7 @@ async function measure(serverMain: string): Promise<void> {
   });
   const children: ChildProcess[] = [];
   try {
-    const appProcess = await start([serverMain], appEnv());
+    const appProcess = await start([...profile, serverMain], appEnv());
     children.push(appProcess.child);
     const app = appProcess.child;
     const base = appProcess.origin;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { statement, type Sql, type Statement } from './sql.js';
+import { join, raw, sql, statement, type Sql, type Statement } from './sql.js';
 
 /**
  * The process's one pool of database connections: MikroORM's.
@@ -65,6 +65,37 @@ export type Read = <R extends object>(read: NamedQuery) => Promise<R[]>;
 /** The plain Read of a pool or connection. */
 export function readerOf(db: Queryable): Read {
   return async <R extends object>(read: NamedQuery) => (await db.query<R & pg.QueryResultRow>(statement(read.name, read.query))).rows;
+}
+
+/** The column readTogether tags each row with: the index of the read it answers. */
+const MEMBER = 'read:member';
+
+/**
+ * Runs many reads and returns each one's rows, in as few round trips as their kinds: the reads
+ * of one name (one shape) go as one statement, each a branch of a `union all` tagged with its
+ * index, so that a group of concurrent /check requests (Meter.chargeWith's groups) costs the
+ * driver and PostgreSQL one statement, not one per request. Named per name and count, so that a
+ * connection prepares each size once. Rows come back in no particular order within a read, as
+ * `Read` promises.
+ */
+export async function readTogether(db: Queryable, reads: readonly NamedQuery[]): Promise<object[][]> {
+  const answers: object[][] = reads.map(() => []);
+  const byName = new Map<string, number[]>();
+  reads.forEach((read, i) => byName.set(read.name, [...(byName.get(read.name) ?? []), i]));
+  for (const [name, members] of byName) {
+    if (members.length === 1) {
+      answers[members[0]!] = (await db.query(statement(name, reads[members[0]!]!.query))).rows;
+      continue;
+    }
+    const branches = members.map((i) => sql`select ${raw(String(i))} as "${raw(MEMBER)}", r.* from (${reads[i]!.query}) r`);
+    const { rows } = await db.query<Record<string, unknown>>(statement(`${name}*${members.length}`, join(branches, ' union all ')));
+    for (const row of rows) {
+      const i = row[MEMBER] as number;
+      delete row[MEMBER];
+      answers[i]!.push(row);
+    }
+  }
+  return answers;
 }
 
 // bigint counts and ids (int8) arrive as numbers: they stay far below 2^53 here.
