@@ -202,20 +202,28 @@ export function buildApp(deps: AppDeps): Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
 
-  app.use(drain.middleware());
-  // Every answer: no sniffing a JSON or CSV body into something a browser runs. The page policies
-  // (CSP, framing, HSTS, cross-origin isolation) go only with what a browser renders: the pages
-  // and the reference (`pageHeaders`); an API answer carries only the headers it needs.
-  app.use(noSniff);
-  app.use(metrics.middleware());
-  app.use(requestLogger(logger));
-  app.use(canonicalPaths(PATH_ALIASES));
-  app.get('/metrics', metrics.handler(config.metricsToken, config.metricsLoopback ?? true));
+  // What every request goes through, as one layer of Express's router (each layer it walks costs
+  // a request its matching and bookkeeping): the drain; no sniffing a JSON or CSV body into
+  // something a browser runs (the page policies, CSP, framing, HSTS, cross-origin isolation, go
+  // only with what a browser renders: the pages and the reference, `pageHeaders`; an API answer
+  // carries only the headers it needs); metrics; the request's log line; its canonical path.
+  app.use(inOrder([drain.middleware(), noSniff, metrics.middleware(), requestLogger(logger), canonicalPaths(PATH_ALIASES)]));
 
-  app.get('/healthz', (_req, res) => {
+  // The fixed pages of the server (health, metrics, the documents, the reference): their own
+  // router, entered only by a request for one of their paths, so an API request walks none of them.
+  const fixed = express.Router({ caseSensitive: true, strict: true });
+  const fixedPaths = new Set<string>();
+  const get = (path: string, ...route: RequestHandler[]) => {
+    fixedPaths.add(path);
+    fixed.get(path, ...route);
+  };
+  app.use((req, res, next) => (fixedPaths.has(req.path) ? fixed(req, res, next) : next()));
+  get('/metrics', metrics.handler(config.metricsToken, config.metricsLoopback ?? true));
+
+  get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  get('/readyz', async (_req, res) => {
     if (drain.draining) {
       res.status(503).json({ status: 'draining', database: 'unknown' });
       return;
@@ -228,22 +236,22 @@ export function buildApp(deps: AppDeps): Express {
     }
   });
 
-  app.get(`${API_BASE}/openapi.json`, (_req, res) => {
+  get(`${API_BASE}/openapi.json`, (_req, res) => {
     res.type('application/json; charset=utf-8').send(api.json);
   });
-  app.get(`${API_BASE}/openapi.yaml`, (_req, res) => {
+  get(`${API_BASE}/openapi.yaml`, (_req, res) => {
     res.type('application/yaml; charset=utf-8').send(api.yaml);
   });
   for (const [base, served] of [[CROWDSEC_BASE, api.protocols.crowdsec], [ABUSEIPDB_BASE, api.protocols.abuseipdb]] as const) {
-    app.get(`${base}/openapi.json`, (_req, res) => {
+    get(`${base}/openapi.json`, (_req, res) => {
       res.type('application/json; charset=utf-8').send(served.json);
     });
-    app.get(`${base}/openapi.yaml`, (_req, res) => {
+    get(`${base}/openapi.yaml`, (_req, res) => {
       res.type('application/yaml; charset=utf-8').send(served.yaml);
     });
   }
   const pageHeaders = helmet();
-  app.get(`${API_BASE}/docs`, pageHeaders, async (_req, res) => {
+  get(`${API_BASE}/docs`, pageHeaders, async (_req, res) => {
     const answer = await deps.reference.answer();
     if (answer.state === 'building') {
       throw new ApiError(503, answer.message, { headers: { 'Retry-After': String(answer.retryAfterSeconds) } });
@@ -298,18 +306,29 @@ export function buildApp(deps: AppDeps): Express {
     if (!m) return next();
     (ownBodies.get(m) ?? bodies)(req, res, next);
   });
+  // Form bodies' array fields, by the operation's method and path (one lookup; a templated path,
+  // should a form operation ever have one, as a route of its own).
+  const formFields = new Map<string, RequestHandler>();
   for (const { base, document } of mounted) {
     for (const [key, fields] of formArrayFields(document)) {
       const [method, path] = key.split(' ') as [string, string];
-      app[method.toLowerCase() as (typeof METHODS)[number]](base + expressPath(path), formArrays(fields));
+      if (path.includes('{')) app[method.toLowerCase() as (typeof METHODS)[number]](base + expressPath(path), formArrays(fields));
+      else formFields.set(`${method} ${base}${path}`, formArrays(fields));
     }
   }
+  app.use((req, res, next) => {
+    const fields = formFields.get(`${req.method} ${req.path}`);
+    return fields ? fields(req, res, next) : next();
+  });
   memoiseValidatorRouteMatchers();
-  for (const { base, document, validator } of mounted) {
-    // A validator's own `ignorePaths` spares only its route lookup: its request and response
-    // validators would still check any request another one matched. So each runs only on its base.
-    const validate = express.Router();
-    validate.use(
+  // A validator's own `ignorePaths` spares only its route lookup: its request and response
+  // validators would still check any request another one matched. So each runs only on its base:
+  // the request's base picks its document's validator, whose middleware runs in order.
+  const validators = new Map<Mounted, RequestHandler[]>();
+  for (const m of mounted) {
+    const { base, document, validator } = m;
+    validators.set(
+      m,
       OpenApiValidator.middleware({
         apiSpec: document,
         validateApiSpec: false,
@@ -324,10 +343,13 @@ export function buildApp(deps: AppDeps): Express {
         ignorePaths: (path: string) => !path.startsWith(`${base}/`),
         fileUploader: false,
         ...validator,
-      }),
+      }) as unknown as RequestHandler[],
     );
-    app.use((req, res, next) => (req.path.startsWith(`${base}/`) ? validate(req, res, next) : next()));
   }
+  app.use((req, res, next) => {
+    const m = mountedAt(req.path);
+    return m ? runChain(validators.get(m)!, req, res, next) : next();
+  });
   app.use(rejectNonFiniteNumbers);
 
   // Each operation's chain (authentication, access, metering, the handler), compiled once here
@@ -375,6 +397,11 @@ function noSniff(_req: Request, res: Response, next: NextFunction) {
 
 /** `/reports/{ip}` -> `/reports/:ip`. */
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+/** Middleware run one after the other as one (see runChain). */
+function inOrder(fns: RequestHandler[]): RequestHandler {
+  return (req, res, next) => runChain(fns, req, res, next);
+}
 
 /**
  * Runs an operation's compiled chain as Express runs a route's: each function gets `next`; a
