@@ -117,25 +117,9 @@ export function buildApp(deps: AppDeps): Express {
   const { meter, authenticator: keys, reputation, sites, snapshots, blacklist } = services;
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
-  drain.onStop(() => services.delistMailer.settle());
+  drain.onStop(() => services.mailer.settle());
   drain.onStop(() => reputation.close());
-  const web = buildWeb({
-    orm,
-    pool,
-    clock,
-    logger,
-    web: config.web,
-    v6NetworkPrefix: config.publicLimits.v6AggregatePrefix,
-    stripe: config.stripe,
-    relayMail: config.relay.mail,
-    meter,
-    stats: services.stats,
-    categories: services.categories,
-    reputation,
-    relay: services.relay,
-    delisting: services.delisting,
-    delistReviewers: config.delisting.operatorEmails,
-  });
+  const pages = buildWeb({ orm, clock, logger, web: config.web, services, delistReviewers: config.delisting.operatorEmails });
   const handlers: Handlers = {
     ...categoryHandlers(services.categories),
     ...keyHandlers(meter, sites, clock),
@@ -151,7 +135,7 @@ export function buildApp(deps: AppDeps): Express {
       new PaymentEvents(services.ledger, config.payments, clock),
       new SmsReceipts(deps.smsReceipts, services.relayMessages, clock, logger, metrics),
     ),
-    ...stripeHandlers(new StripeEvents(web.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
+    ...stripeHandlers(new StripeEvents(services.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
     ...delistingHandlers(services.delisting),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
@@ -266,7 +250,7 @@ export function buildApp(deps: AppDeps): Express {
   // form parser, CSRF and CSP, src/web/). An API or webhook request never walks their routes.
   const site = express.Router({ caseSensitive: true, strict: true });
   site.use(pageHeaders);
-  site.use(web.pages);
+  site.use(pages);
   const mountedAt = (path: string) => mounted.find(({ base }) => path.startsWith(`${base}/`));
 
   // The shape of a request's errors, as the contract says: its operation's x-access.answers;

@@ -1,6 +1,14 @@
 import type { Logger } from 'pino';
 import { KeyLastUsed } from './account/last-used.repository.js';
+import { AccountService, accountSettings } from './account/accounts.js';
+import { Dashboard } from './account/dashboard.js';
 import { AccountMailer, accountTransport } from './account/mailer.js';
+import { HashGate } from './account/passwords.js';
+import { Sessions } from './account/sessions.repository.js';
+import { AUTH_LIMITS, AuthThrottle } from './account/throttle.repository.js';
+import { AuditTrail } from './audit/repository.js';
+import { CheckoutSessions } from './payments/checkouts.repository.js';
+import { StripePayments } from './payments/stripe.js';
 import { DelistRepository } from './delisting/repository.js';
 import { DelistService } from './delisting/service.js';
 import { AbuseIpdbService } from './abuseipdb/service.js';
@@ -64,9 +72,19 @@ export function buildServices(deps: ServiceDeps) {
   const snapshots: BlacklistSnapshots = blacklistSnapshots(pool, clock, config.blacklistHistory, replicas);
   const sites = new KeySites(pool, clock);
   const lastUsed = new KeyLastUsed(em, clock);
-  // Delisting requests and their decisions are mailed like the account mails (account/mailer.ts).
-  const delistMailer = new AccountMailer(accountTransport(config.relay.mail, config.web.mailFrom), logger);
-  const delisting = new DelistService(new DelistRepository(pool), clock, delistMailer, config.delisting, () => config.web.publicUrl);
+  const publicUrl = () => config.web.publicUrl;
+  // The mail of the accounts (sign-up, sign-in links, resets) and of delisting requests and
+  // their decisions: one transport (account/mailer.ts), settled on stop.
+  const mailer = new AccountMailer(accountTransport(config.relay.mail, config.web.mailFrom), logger);
+  const delisting = new DelistService(new DelistRepository(pool), clock, mailer, config.delisting, publicUrl);
+  // The accounts: sessions, the sign-in throttle, the audit trail, the process's one bound on
+  // password hashing (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE).
+  const web = config.web;
+  const sessions = new Sessions(pool, clock, { absoluteMs: web.sessionAbsoluteMs, idleMs: web.sessionIdleMs });
+  const audit = new AuditTrail(pool, clock, web.auditRetentionMs);
+  const throttle = new AuthThrottle(pool, clock, AUTH_LIMITS, config.publicLimits.v6AggregatePrefix);
+  const gate = new HashGate(web.hashConcurrency, web.hashQueue);
+  const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web), { gate, throttle });
   const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, {
     batching: config.reportBatching,
     quota: meter,
@@ -77,7 +95,16 @@ export function buildServices(deps: ServiceDeps) {
   const relay = new RelayService(relayMessages, relayQueue, relayLimits(config.relay), clock, sites, smsTemplates);
   const bouncerRepository = new BouncerRepository(em);
   const blacklist = new BlacklistService(snapshots, categories, clock, config.blacklistCacheBytes, meter, config.web.publicUrl);
+  const ledger = new BundleLedger(pool, clock);
   return {
+    mailer,
+    sessions,
+    audit,
+    throttle,
+    accounts,
+    dashboard: new Dashboard(pool, clock, meter, relay, audit),
+    // Stripe's client, where STRIPE_* is configured: the checkout pages' and its webhook's.
+    stripe: config.stripe && new StripePayments(config.stripe, publicUrl, new CheckoutSessions(pool), clock),
     meter,
     categories,
     snapshots,
@@ -86,10 +113,9 @@ export function buildServices(deps: ServiceDeps) {
     blacklist,
     relay,
     delisting,
-    delistMailer,
     relayMessages,
     smsTemplates,
-    ledger: new BundleLedger(pool, clock),
+    ledger,
     keys: new KeyService(em, clock),
     authenticator: new KeyAuthenticator(pool, config.keyCacheMs, clock, (keyId) => lastUsed.touch(keyId)),
     whitelist: new Whitelist(em),

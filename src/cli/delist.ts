@@ -23,8 +23,8 @@ async function withService<T>(withServices: WithServices, work: (service: Delist
     try {
       return await work(services.delisting);
     } finally {
-      await services.delistMailer.settle();
-      services.delistMailer.close();
+      await services.mailer.settle();
+      services.mailer.close();
     }
   });
 }
