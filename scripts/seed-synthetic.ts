@@ -112,6 +112,7 @@ async function main(): Promise<void> {
     'country_totals',
     'connections_hourly',
     'blacklist_entries',
+    'blacklist_closures',
     'blacklist_snapshots',
     'blacklist_scores',
     'blacklist_dirty',

@@ -74,14 +74,6 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
     },
     { name: 'blacklist_entries_address_idx', expression: 'CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (((ip)::inet))' },
     { name: 'blacklist_entries_refresh_idx', properties: ['refreshPhase'] },
-    {
-      name: 'blacklist_entries_until_idx',
-      expression: 'CREATE INDEX blacklist_entries_until_idx ON blacklist_entries USING btree (until_snapshot) WHERE (until_snapshot IS NOT NULL)',
-    },
-    {
-      name: 'blacklist_entries_current_idx',
-      expression: 'CREATE UNIQUE INDEX blacklist_entries_current_idx ON blacklist_entries USING btree (ip) WHERE (until_snapshot IS NULL)',
-    },
   ],
   properties: {
     ip: { type: 'text', primary: true },
@@ -136,6 +128,17 @@ export interface BlacklistScore {
   changesAt: Date | null;
 }
 
+/**
+ * A version a snapshot closed: the entry (ip, fromSnapshot) is alive until `untilSnapshot`. Kept
+ * apart from blacklist_entries so that no index there names `until_snapshot` and a close stays a
+ * HOT update (the BlacklistClosures migration).
+ */
+export interface BlacklistClosure {
+  untilSnapshot: number;
+  ip: string;
+  fromSnapshot: number;
+}
+
 /** An address whose inputs changed since the last regeneration (appended by triggers). */
 export interface BlacklistDirty {
   id: number;
@@ -166,6 +169,16 @@ export const BlacklistScoreEntity = new EntitySchema<BlacklistScore>({
   },
 });
 
+export const BlacklistClosureEntity = new EntitySchema<BlacklistClosure>({
+  name: 'BlacklistClosure',
+  tableName: 'blacklist_closures',
+  properties: {
+    untilSnapshot: { type: bigintNumber(), fieldName: 'until_snapshot', primary: true },
+    ip: { type: 'text', primary: true },
+    fromSnapshot: { type: bigintNumber(), fieldName: 'from_snapshot' },
+  },
+});
+
 export const BlacklistDirtyEntity = new EntitySchema<BlacklistDirty>({
   name: 'BlacklistDirty',
   tableName: 'blacklist_dirty',
@@ -190,6 +203,7 @@ export const blacklistEntities = [
   BlacklistEntryEntity,
   BouncerEntity,
   BlacklistScoreEntity,
+  BlacklistClosureEntity,
   BlacklistDirtyEntity,
   BlacklistRegenerationEntity,
 ];
