@@ -3,7 +3,7 @@ import { sendData } from '../http/envelope.js';
 import { sendList } from '../http/lists.js';
 import type { Metering } from '../http/metering.js';
 import type { DataOf, Handlers } from '../http/types.js';
-import type { BlacklistService, ListParams, ListVariant } from './service.js';
+import type { BlacklistService, ListAnswer, ListParams, ListVariant } from './service.js';
 import type { BlacklistSnapshots } from './repository.js';
 import { API_BASE } from '../openapi.js';
 
@@ -18,12 +18,23 @@ async function sendBlacklist(res: Response, list: BlacklistService, metering: Me
   await sendList(res, answer, ifNoneMatch, deprecated ? { ...DEPRECATED, successor: `${API_BASE}/blacklist${variant === 'git' ? '?format=txt' : ''}` } : undefined);
 }
 
+/** Sends a feed (blacklist/feeds.ts): its usage headers, then the list. */
+async function sendFeed(res: Response, metering: Metering, answer: Promise<ListAnswer>, ifNoneMatch?: string) {
+  const sent = await answer;
+  if (sent.usage) metering.answered(res, sent.usage);
+  await sendList(res, sent, ifNoneMatch);
+}
+
 export function blacklistHandlers(list: BlacklistService, snapshots: BlacklistSnapshots, metering: Metering): Handlers {
   return {
     getBlacklist: (req, res) => sendBlacklist(res, list, metering, req.query, 'standard', req.headers['if-none-match']),
     getBlacklistDetailed: (req, res) => sendBlacklist(res, list, metering, req.query, 'detailed', req.headers['if-none-match']),
     getBlacklistCombined: (req, res) => sendBlacklist(res, list, metering, req.query, 'combined', req.headers['if-none-match']),
     exportBlacklistGit: (req, res) => sendBlacklist(res, list, metering, req.query as ListParams, 'git', req.headers['if-none-match']),
+
+    getStixFeed: (req, res) => sendFeed(res, metering, list.stix(req.query, res.locals.payer), req.headers['if-none-match']),
+    getMispManifest: (req, res) => sendFeed(res, metering, list.mispManifest(res.locals.payer), req.headers['if-none-match']),
+    getMispEvent: (req, res) => sendFeed(res, metering, list.mispEvent(req.params.event, res.locals.payer), req.headers['if-none-match']),
 
     async listBlacklistCategories(_req, res) {
       const data: DataOf<'listBlacklistCategories'> = await list.thematicCategories();

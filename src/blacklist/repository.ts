@@ -99,6 +99,8 @@ export interface EntryFilter {
   family?: 4 | 6 | undefined;
   onlyCountries?: string[] | undefined;
   exceptCountries?: string[] | undefined;
+  /** Only the entries last reported on this UTC day (`2026-11-28`): a MISP feed's event. */
+  reportedOn?: string | undefined;
 }
 
 /**
@@ -126,12 +128,13 @@ export interface Selection {
 /**
  * What a read of entries returns, by name: the repository owns the SQL of each, and the rows are
  * typed by the entity's properties. `ip`: the address alone; `decision`: what a CrowdSec
- * decision is made of; `dnsbl`: what a DNS blocklist entry says (blacklist/dnsbl.ts); `csvLine`/`jsonLine`: a delta's line in the list's format, with its address.
+ * decision is made of; `dnsbl`: what a DNS blocklist entry says (blacklist/dnsbl.ts); `feed`: what a threat-intelligence feed says (blacklist/feeds.ts); `csvLine`/`jsonLine`: a delta's line in the list's format, with its address.
  */
 const ENTRY_COLUMNS = {
   ip: 'e.ip',
   decision: 'e.ip, e.categories, e.refresh_phase as "refreshPhase"',
   dnsbl: 'e.ip, e.score, e.categories',
+  feed: 'e.ip, e.score, e.categories, e.last_reported_at as "lastReportedAt"',
   csvLine: `${LINE_SQL.csv} as line, e.ip`,
   jsonLine: `${LINE_SQL.json} as line, e.ip`,
 } as const;
@@ -139,6 +142,7 @@ export interface EntryRows {
   ip: Pick<BlacklistEntry, 'ip'>;
   decision: Pick<BlacklistEntry, 'ip' | 'categories' | 'refreshPhase'>;
   dnsbl: Pick<BlacklistEntry, 'ip' | 'score' | 'categories'>;
+  feed: Pick<BlacklistEntry, 'ip' | 'score' | 'categories' | 'lastReportedAt'>;
   csvLine: Pick<BlacklistEntry, 'ip'> & { line: string };
   jsonLine: Pick<BlacklistEntry, 'ip'> & { line: string };
 }
@@ -169,6 +173,10 @@ function filterSql(filter: EntryFilter, first: number, t = 'e'): { sql: string; 
   if (filter.family) parts.push(`strpos(${t}.ip, ':') ${filter.family === 6 ? '>' : '='} 0`);
   if (filter.onlyCountries?.length) parts.push(`${t}.country_code = any(${param(filter.onlyCountries)}::text[])`);
   if (filter.exceptCountries?.length) parts.push(`coalesce(${t}.country_code <> all(${param(filter.exceptCountries)}::text[]), true)`);
+  if (filter.reportedOn) {
+    const day = param(filter.reportedOn);
+    parts.push(`${t}.last_reported_at >= (${day}::date)::timestamp at time zone 'UTC' and ${t}.last_reported_at < (${day}::date + 1)::timestamp at time zone 'UTC'`);
+  }
   return { sql: parts.map((part) => ` and ${part}`).join(''), values };
 }
 
@@ -332,6 +340,20 @@ export class BlacklistSnapshots {
    */
   stream<K extends EntryColumns>(selection: Selection, columns: Columns<K>): Promise<Streamed<EntryRows[K]>> {
     return this.streamColumns(selection, ENTRY_COLUMNS[columns.select], columns.order);
+  }
+
+  /** The UTC days of the last reports of a list's entries, with how many entries each (a MISP feed's events). */
+  async reportDays(selection: Selection): Promise<{ day: string; entries: number }[]> {
+    const where = selectionSql(selection, 1);
+    return this.readHolding([selection.head.id], async (client) =>
+      (
+        await client.query<{ day: string; entries: number }>(
+          `select to_char(e.last_reported_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*)::int as entries
+             from blacklist_entries e where ${where.sql} group by 1 order by 1`,
+          where.values,
+        )
+      ).rows,
+    );
   }
 
   /** The entries of a list written in one of the line shapes of the list formats. */

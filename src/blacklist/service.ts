@@ -6,11 +6,12 @@ import { DomainError, sentence, within as inRange } from '../errors.js';
 import { BlockAggregator, blockText, type Block } from '../address.js';
 import { BLACKLIST_CATEGORIES } from './groups.js';
 import { rbldnsdFile } from './dnsbl.js';
+import { feedSource, mispEvent, mispEventUuid, mispManifest, stixBundle, type FeedEntry, type FeedSource } from './feeds.js';
 import { FORMAT_FAMILY, NO_DELTA, writerFor, type Change, type FirewallFormat, type Heading, type Net } from './formats.js';
 import { chunked, drain, type BlacklistSnapshots, type EntryFilter, type Selection, type SnapshotHead } from './repository.js';
 
 /** Which endpoint asks: the list, one of the deprecated forms of it, or AbuseIPDB's. */
-export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb';
+export type ListVariant = 'standard' | 'detailed' | 'combined' | 'git' | 'abuseipdb' | 'stix' | 'misp-manifest' | 'misp-event';
 export type ListFormat = 'json' | 'txt' | 'csv' | 'rbldnsd' | FirewallFormat;
 
 export interface ListParams {
@@ -192,15 +193,7 @@ export class BlacklistService {
    */
   async list(params: ListParams, variant: ListVariant, payer?: Payer): Promise<ListAnswer> {
     const query = await this.resolve(params, variant);
-    let usage: Usage | undefined;
-    let found: SnapshotHead | undefined;
-    if (payer) {
-      if (!this.quota) throw new Error('a metered list needs the quota');
-      const { outcome, head } = await this.snapshots.headPaid({ quota: this.quota, payer, units: 1 });
-      usage = paid(outcome);
-      found = head;
-    } else found = await this.snapshots.head();
-    const head = found ?? EMPTY_HEAD;
+    const { head, usage } = await this.current(payer);
     const etag = this.tag(head, query);
     return {
       etag,
@@ -215,6 +208,94 @@ export class BlacklistService {
         return { contentType, body: head.id ? this.keep(key, body) : body };
       },
     };
+  }
+
+  /** The current snapshot, read with the request's metering when a payer is given. */
+  private async current(payer?: Payer): Promise<{ head: SnapshotHead; usage?: Usage }> {
+    if (!payer) return { head: (await this.snapshots.head()) ?? EMPTY_HEAD };
+    if (!this.quota) throw new Error('a metered list needs the quota');
+    const { outcome, head } = await this.snapshots.headPaid({ quota: this.quota, payer, units: 1 });
+    return { head: head ?? EMPTY_HEAD, usage: paid(outcome) };
+  }
+
+  /**
+   * The list as a STIX 2.1 bundle (blacklist/feeds.ts): the same filters, snapshot and ETag
+   * rules as the list itself, the body streamed and kept like the list's.
+   */
+  async stix(params: Pick<ListParams, 'confidence' | 'category' | 'limit'>, payer?: Payer): Promise<ListAnswer> {
+    const query = await this.resolve({ ...params, format: 'json' }, 'stix');
+    const { head, usage } = await this.current(payer);
+    const etag = this.tag(head, query);
+    return {
+      etag,
+      usage,
+      open: async () => {
+        const contentType = 'application/stix+json;version=2.1';
+        const cached = head.id ? this.rendered.get(etag) : undefined;
+        if (cached !== undefined) return { contentType, body: cached };
+        const names = await this.categoryNames();
+        const entries = this.feedEntries(await this.snapshots.select(head, this.filter(query)));
+        const body = chunked(stixBundle(this.source, entries, names, etag));
+        return { contentType, body: head.id ? this.keep(etag, body) : body };
+      },
+    };
+  }
+
+  /** The MISP feed's manifest: one event per UTC day of last reports of the list at the default confidence. */
+  async mispManifest(payer?: Payer): Promise<ListAnswer> {
+    const query = await this.resolve({ limit: LIMIT_MAX }, 'misp-manifest');
+    const { head, usage } = await this.current(payer);
+    const etag = this.tag(head, query);
+    return {
+      etag,
+      usage,
+      open: async () => {
+        const days = await this.snapshots.reportDays(await this.snapshots.select(head, this.filter(query)));
+        const manifest = mispManifest(this.source, query.confidence, days.map((d) => d.day), this.heading(query, head).generatedAt);
+        return { contentType: CONTENT_TYPES.json, body: Buffer.from(JSON.stringify(manifest)) };
+      },
+    };
+  }
+
+  /** One event of the MISP feed, by the uuid its manifest gave; not_found when the current list holds none. */
+  async mispEvent(uuid: string, payer?: Payer): Promise<ListAnswer> {
+    const query = await this.resolve({ limit: LIMIT_MAX }, 'misp-event');
+    const { head, usage } = await this.current(payer);
+    const selection = await this.snapshots.select(head, this.filter(query));
+    const days = await this.snapshots.reportDays(selection);
+    const day = days.find((d) => mispEventUuid(this.source, query.confidence, d.day) === uuid.toLowerCase())?.day;
+    if (!day) {
+      throw new DomainError('not_found', `The feed holds no event ${uuid} now; read the manifest again.`, {
+        code: 'not_found',
+        fields: [{ name: 'event', message: 'names no event of the current list' }],
+      });
+    }
+    const etag = this.tag(head, query).replace(/"$/, `-${day}"`);
+    return {
+      etag,
+      usage,
+      open: async () => {
+        const names = await this.categoryNames();
+        const entries = this.feedEntries(await this.snapshots.select(head, { ...this.filter(query), reportedOn: day }));
+        const generatedAt = this.heading(query, head).generatedAt;
+        return { contentType: CONTENT_TYPES.json, body: chunked(mispEvent(this.source, query.confidence, day, entries, names, generatedAt)) };
+      },
+    };
+  }
+
+  private get source(): FeedSource {
+    return (this.feed ??= feedSource(this.publicUrl));
+  }
+  private feed: FeedSource | undefined;
+
+  private async categoryNames(): Promise<Map<number, string>> {
+    return new Map((await this.categories.list()).map((c) => [c.id, c.name]));
+  }
+
+  /** A list's entries as the feeds read them, in the list's order. */
+  private async *feedEntries(selection: Selection): AsyncGenerator<FeedEntry> {
+    // A cursor's rows carry the time as PostgreSQL writes it.
+    for await (const row of drain(await this.snapshots.stream(selection, { select: 'feed' }))) yield { ...row, lastReportedAt: new Date(row.lastReportedAt) };
   }
 
   /** The kept snapshot whose list (for these parameters) had the tag `since`. */

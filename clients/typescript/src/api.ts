@@ -915,6 +915,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/feeds/stix": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the blacklist as a STIX 2.1 bundle
+         * @description The blacklist as a [STIX 2.1](https://docs.oasis-open.org/cti/stix/v2.1/stix-v2.1.html)
+         *     bundle, for threat-intelligence platforms (OpenCTI, MISP's STIX import, a
+         *     TAXII server in front of this URL): one `identity` object naming this server,
+         *     then one `indicator` per listed address, highest score first, with
+         *     - `pattern` `[ipv4-addr:value = '203.0.113.7']` or
+         *       `[ipv6-addr:value = '2001:db8::7']` (`pattern_type` `stix`);
+         *     - `confidence`: the address's abuse confidence score (0-100);
+         *     - `labels`: the names of the threat categories it was reported with;
+         *     - `valid_from`, `created` and `modified`: its last report;
+         *     - `indicator_types` `["malicious-activity"]` and `created_by_ref` the
+         *       server's identity.
+         *
+         *     The ids are fixed per address (`indicator--` and a UUID v5 of the server and
+         *     the address), so a platform that pulls again updates what it holds instead
+         *     of adding duplicates. The same filters as `GET /blacklist` (`confidence`,
+         *     `category`, `limit`), the same `ETag` and `If-None-Match` (`304`), the same
+         *     snapshot, regenerated every 15 minutes.
+         *
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         *     - **Caching:** poll at most every 15 minutes, always with `If-None-Match`.
+         */
+        get: operations["getStixFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/feeds/misp/manifest.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The MISP feed's manifest
+         * @description The blacklist as a [MISP feed](https://www.misp-project.org/feeds/): add it in
+         *     MISP under *Sync Actions → Feeds → Add Feed* with *Source Format* "MISP
+         *     Feed", *URL* `https://<this server>/api/v2/feeds/misp` and, under *Headers*,
+         *     `X-Key: <your key>`. MISP reads this manifest, then each event it names
+         *     (`GET /feeds/misp/{event}.json`), and fetches an event again when its
+         *     `timestamp` changed.
+         *
+         *     The listed addresses at the default confidence (75) make one event per UTC
+         *     day of their last report; an address moves to a newer day's event when it is
+         *     reported again. Each event is published, with `ip-src` attributes marked for
+         *     IDS use (`to_ids`), the address's threat categories as tags and its score in
+         *     the comment (`score 87`). The manifest has one key per event (its UUID) with
+         *     the event's `info`, `date`, `timestamp`, `analysis`, `threat_level_id`, `Orgc`
+         *     and `Tag`, as MISP's own feed generator writes it.
+         *
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         *     - **Caching:** MISP polls on the feed's schedule; the `ETag` lets it skip an
+         *       unchanged manifest.
+         */
+        get: operations["getMispManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/feeds/misp/{event}.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event of the MISP feed
+         * @description One event the manifest (`GET /feeds/misp/manifest.json`) names: the listed
+         *     addresses whose last report fell on its day, as MISP's feed format writes an
+         *     event (`{"Event": {...}}`, its `Attribute`s of type `ip-src`). An event the
+         *     current list no longer holds (its addresses were reported again, or fell
+         *     below the list) answers `404`: MISP drops it at its next pull of the manifest.
+         *
+         *     - **Access:** keys of the roles `contributor`, `professional`, `business`, `enterprise` and `honeypot`; Free keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         */
+        get: operations["getMispEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/delist-requests": {
         parameters: {
             query?: never;
@@ -2169,6 +2274,116 @@ export interface components {
              */
             from_email: string;
         };
+        /** @description The server that makes the indicators. */
+        StixIdentity: {
+            /** @enum {string} */
+            type: "identity";
+            /** @enum {string} */
+            spec_version: "2.1";
+            id: string;
+            /** Format: date-time */
+            created: string;
+            /** Format: date-time */
+            modified: string;
+            name: string;
+            /** @enum {string} */
+            identity_class: "system";
+        };
+        /** @description One listed address. */
+        StixIndicator: {
+            /** @enum {string} */
+            type: "indicator";
+            /** @enum {string} */
+            spec_version: "2.1";
+            /** @description `indicator--` and a UUID v5 of the server and the address: the same on every pull. */
+            id: string;
+            /** Format: date-time */
+            created: string;
+            /** Format: date-time */
+            modified: string;
+            created_by_ref: string;
+            /** @description The address. */
+            name: string;
+            /** @description `[ipv4-addr:value = '…']` or `[ipv6-addr:value = '…']`. */
+            pattern: string;
+            /** @enum {string} */
+            pattern_type: "stix";
+            /** Format: date-time */
+            valid_from: string;
+            indicator_types: "malicious-activity"[];
+            /** @description The address's abuse confidence score. */
+            confidence: number;
+            /** @description The names of the threat categories the address was reported with. */
+            labels: string[];
+        };
+        /** @description A STIX 2.1 bundle: the server's `identity`, then one `indicator` per listed address. Validated in the tests against the OASIS STIX 2.1 JSON schemas. */
+        StixBundle: {
+            /** @enum {string} */
+            type: "bundle";
+            id: string;
+            objects: (components["schemas"]["StixIdentity"] | components["schemas"]["StixIndicator"])[];
+        };
+        /** @description The organisation that made the feed (this server). */
+        MispOrg: {
+            name: string;
+            /** Format: uuid */
+            uuid: string;
+        };
+        MispTag: {
+            /** @description A threat category as a machine tag: `trs:category="SSH"`. */
+            name: string;
+        };
+        /** @description The feed's events by UUID, each with what MISP's feed manifest holds (the fields MISP's own feed generator writes). */
+        MispManifest: {
+            [key: string]: {
+                info: string;
+                /** Format: date */
+                date: string;
+                /** @description Unix seconds; MISP fetches the event again when it changes. */
+                timestamp: string;
+                /** @enum {integer} */
+                analysis: 2;
+                /** @enum {integer} */
+                threat_level_id: 2;
+                Orgc: components["schemas"]["MispOrg"];
+                Tag: components["schemas"]["MispTag"][];
+            };
+        };
+        /** @description One event of the feed, as MISP's feed format writes it. */
+        MispEventFile: {
+            Event: {
+                /** Format: uuid */
+                uuid: string;
+                info: string;
+                /** Format: date */
+                date: string;
+                timestamp: string;
+                publish_timestamp: string;
+                published: boolean;
+                /** @enum {string} */
+                analysis: "2";
+                /** @enum {string} */
+                threat_level_id: "2";
+                Orgc: components["schemas"]["MispOrg"];
+                Tag: components["schemas"]["MispTag"][];
+                Attribute: {
+                    /** Format: uuid */
+                    uuid: string;
+                    /** @enum {string} */
+                    type: "ip-src";
+                    /** @enum {string} */
+                    category: "Network activity";
+                    value: string;
+                    to_ids: boolean;
+                    /** @description The score, `score 87`. */
+                    comment: string;
+                    timestamp: string;
+                    deleted: boolean;
+                    disable_correlation: boolean;
+                    Tag: components["schemas"]["MispTag"][];
+                }[];
+            };
+        };
         /** @description A request to review an address (or range) for removal from the list. */
         DelistRequestInput: {
             /** @description The address, or a range in CIDR notation no wider than a `/24` (IPv4) or a `/48` (IPv6). Addresses that are never listed (private, reserved, documentation ranges) are refused with 422 `address_not_reportable`. */
@@ -2640,6 +2855,20 @@ export interface components {
         /** @description `address_not_reportable`: the address is not globally routable. Nothing is stored or charged. */
         FeedbackUnprocessableEntity: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The current list holds no event with this UUID (its addresses were reported again or left the list); MISP drops it at its next pull of the manifest. */
+        MispEventNotFound: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -4022,6 +4251,144 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getStixFeed: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Minimum abuse confidence score of the listed addresses, 0-100. Use 90 for automated blocking. Aliases: `confidenceMinimum`, `confidence_minimum`; when an alias is sent it takes precedence over `confidence`.
+                 * @example 90
+                 */
+                confidence?: components["parameters"]["BlacklistConfidence"];
+                /**
+                 * @description Only addresses reported with at least one of these threat-category ids, separated by commas (for example `18,22` for SSH and brute-force). Combine with `confidence` to build service-specific lists; `GET /blacklist-categories` gives ready-made groups. Unknown ids are refused with 422. Omitted: all categories.
+                 * @example 18,22
+                 */
+                category?: components["parameters"]["BlacklistCategory"];
+                /**
+                 * @description Maximum number of entries, 1-1,000,000. The list is cut after this many entries, keeping the highest scores.
+                 * @example 10000
+                 */
+                limit?: components["parameters"]["BlacklistLimit"];
+            };
+            header?: {
+                /**
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
+                 * @example "bl-9f86d081884c7d65"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bundle (`Content-Type` `application/stix+json;version=2.1`). */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/stix+json": components["schemas"]["StixBundle"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["CategoryFilterUnprocessableEntity"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getMispManifest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
+                 * @example "bl-9f86d081884c7d65"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The manifest. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MispManifest"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getMispEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of a list or rule set you already hold. When it is unchanged (for the same query parameters), the response is `304 Not Modified` without a body.
+                 * @example "bl-9f86d081884c7d65"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The event's UUID, as the manifest names it.
+                 * @example 1f6b1c0e-5a43-5c3d-9b7e-3d1f0c8a2e41
+                 */
+                event: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MispEventFile"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["MispEventNotFound"];
             429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
