@@ -56,6 +56,10 @@ const OPERATIONS: { op: string; method: string; path: string; json?: unknown; al
   { op: 'verifyKey', method: 'GET', path: '/verify-key', allowed: KEYED },
   { op: 'listReportEvidence', method: 'GET', path: '/reports/8.8.8.8/evidence', allowed: KEYED },
   { op: 'getBlacklist', method: 'GET', path: '/blacklist', allowed: CONTRIBUTOR_UP },
+  { op: 'getStixFeed', method: 'GET', path: '/feeds/stix', allowed: CONTRIBUTOR_UP },
+  { op: 'getMispManifest', method: 'GET', path: '/feeds/misp/manifest.json', allowed: CONTRIBUTOR_UP },
+  // No address is listed here: every event uuid answers 404 (what matters is who is refused first).
+  { op: 'getMispEvent', method: 'GET', path: '/feeds/misp/1f6b1c0e-5a43-5c3d-9b7e-3d1f0c8a2e41.json', allowed: CONTRIBUTOR_UP, answers: [404] },
   { op: 'listReports', method: 'GET', path: '/reports/8.8.8.8', allowed: PROFESSIONAL_UP },
   { op: 'getTrends', method: 'GET', path: '/trends', allowed: PROFESSIONAL_UP },
   { op: 'bulkCheckIps', method: 'POST', path: '/bulk-check', json: { ips: ['8.8.8.8'] }, allowed: PROFESSIONAL_UP },
