@@ -226,6 +226,10 @@ hooks.beforeEach((transaction) => {
   fillFormBody(transaction, operation);
   // Dredd sends every parameter's example: `since` would ask for a delta from a list never made.
   if (id === 'getBlacklist') removeQuery(transaction, 'since');
+  // A MISP event is named by its manifest: the async hook below puts one in the path.
+  if (id === 'getMispEvent' && (status === '200' || status === '304')) transaction.needsMispEvent = true;
+  // The STIX bundle's media type carries its version parameter.
+  if (id === 'getStixFeed' && status === '200') transaction.expected.headers['Content-Type'] = 'application/stix+json;version=2.1';
   if (id === 'abuseipdbBulkReport') setMultipart(transaction, BULK_CSV);
   // A delisting request seeded by run-dredd.ts (`keys.delist_request`: its id and its token).
   if (id === 'getDelistRequest' && status === '200') {
@@ -278,6 +282,7 @@ hooks.beforeEach((transaction) => {
       if (id === 'getNotificationConfig') setQuery(transaction, 'site_url', 'https://never-saved.example');
       else if (id === 'getRuleset') setPath(transaction, 'scan_paths', 'tor_exits'); // not published
       else if (id === 'getDelistRequest') break; // the example's id names no request
+      else if (id === 'getMispEvent') break; // the example's uuid names no event of this server
       else return skip(transaction, 'no 404 to stage');
       break;
     case '413':
@@ -328,8 +333,8 @@ function expectBody(transaction, operation, status) {
   const response = operation.responses[status];
   const media = response && resolve(response).content;
   const expectedType = String(transaction.expected.headers['Content-Type'] || '').split(';')[0];
-  const json = media && media['application/json'];
-  if (expectedType === 'application/json' && json && json.schema) {
+  const json = media && media[expectedType];
+  if (/^application\/([a-z.-]+\+)?json$/.test(expectedType) && json && json.schema) {
     transaction.expected.bodySchema = json.schema;
   } else {
     // Text and CSV lists: the body depends on the data; status and headers are checked.
@@ -423,6 +428,19 @@ hooks.beforeEach((transaction, done) => {
     headers: { 'content-type': 'application/json', 'X-Key': keys[ROLE_FOR.getNotificationConfig] },
     body: JSON.stringify(example),
   }).then(() => done(), done);
+});
+
+/** A MISP event of the seeded list: the first its manifest names, in place of the example's uuid. */
+hooks.beforeEach((transaction, done) => {
+  if (transaction.skip || !transaction.needsMispEvent) return done();
+  fetch(`http://${transaction.host}:${transaction.port}${BASE}/feeds/misp/manifest.json`, { headers: { [KEY_HEADER]: transaction.request.headers[KEY_HEADER] || '' } })
+    .then((res) => res.json())
+    .then((manifest) => {
+      const uuid = Object.keys(manifest)[0];
+      if (!uuid) return skip(transaction, 'the seeded list holds no event');
+      setPath(transaction, '1f6b1c0e-5a43-5c3d-9b7e-3d1f0c8a2e41', uuid); // the document's example
+    })
+    .then(() => done(), done);
 });
 
 /** A 304 needs the current ETag: fetch the resource as the transaction will, then send it back. */
