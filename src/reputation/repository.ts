@@ -258,6 +258,31 @@ export class ReputationRepository {
   }
 
   /**
+   * The reported addresses GeoIP placed in an AS when they were first reported: how many (since
+   * `since`, when given) and the `max` most recently reported of them.
+   */
+  async inAsn(asn: number, max: number, since?: Date): Promise<{ count: number; aggregates: IpAggregate[] }> {
+    const [counted, found] = await Promise.all([
+      this.pool.query<{ n: number }>({
+        name: 'asn-count',
+        text: `select count(*)::int as n from ip_stats s
+                where s.asn = $1 and ($2::timestamptz is null or s.last_reported_at >= $2)`,
+        values: [asn, since ?? null],
+      }),
+      this.pool.query<AggregateRow>({
+        name: 'asn-aggregates',
+        text: `select s.ip, ${AGGREGATE_COLUMNS},
+                      exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+                 from ip_stats s
+                where s.asn = $1 and ($2::timestamptz is null or s.last_reported_at >= $2)
+                order by s.last_reported_at desc limit $3`,
+        values: [asn, since ?? null, max],
+      }),
+    ]);
+    return { count: counted.rows[0]!.n, aggregates: found.rows.map(toAggregate) };
+  }
+
+  /**
    * The reports about an address since a time: how many submissions, from how many accounts,
    * the last one, and the newest `limit` of them with the country they were sent from.
    */

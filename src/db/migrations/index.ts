@@ -24,6 +24,7 @@ import { Migration20261129000000RelayMessageRetention } from './Migration2026112
 import { Migration20261129010000ReportPartitions } from './Migration20261129010000ReportPartitions.js';
 import { Migration20261130010000Delisting } from './Migration20261130010000Delisting.js';
 import { Migration20261130060000IncrementalBlacklist } from './Migration20261130060000IncrementalBlacklist.js';
+import { Migration20261201010000IpStatsAsn } from './Migration20261201010000IpStatsAsn.js';
 import { Migration20261130040000ReportEvidence } from './Migration20261130040000ReportEvidence.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
@@ -54,4 +55,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261130010000Delisting', class: Migration20261130010000Delisting },
   { name: 'Migration20261130040000ReportEvidence', class: Migration20261130040000ReportEvidence },
   { name: 'Migration20261130060000IncrementalBlacklist', class: Migration20261130060000IncrementalBlacklist },
+  { name: 'Migration20261201010000IpStatsAsn', class: Migration20261201010000IpStatsAsn },
 ];
