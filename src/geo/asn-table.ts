@@ -136,30 +136,38 @@ export class AsnTable {
 
   /**
    * What the table says of one AS: its organisation name and the ranges it holds, with the
-   * number of IPv4 addresses in them; null when no range names it. A scan of the ASN column
-   * (well under a millisecond), so nothing is kept per AS.
+   * number of IPv4 addresses in them; null when no range names it. A scan of the ASN columns (a
+   * few milliseconds; an index of every AS would stall the first call for a third of a second),
+   * its answers kept for the last ANNOUNCED_CACHE ASes asked for.
    */
   announced(asn: number): AsnAnnouncement | null {
-    let isp: string | null = null;
-    let ipv4Ranges = 0;
-    let ipv4Addresses = 0;
-    let ipv6Ranges = 0;
-    const v4 = this.v4;
-    for (let row = 0; row < v4.length; row++) {
-      if (v4.asns[row] !== asn) continue;
-      ipv4Ranges++;
-      ipv4Addresses += v4.ends[row]! - v4.starts[row]! + 1;
-      if (isp === null && v4.orgs[row] !== NO_ORG) isp = this.orgNames[v4.orgs[row]!]!;
+    const cached = this.announcements.get(asn);
+    if (cached !== undefined) return cached;
+    let entry: AsnAnnouncement | null = null;
+    for (const set of [this.v4, this.v6]) {
+      const { asns, orgs } = set;
+      for (let row = 0; row < asns.length; row++) {
+        if (asns[row] !== asn) continue;
+        entry ??= { asn, isp: null, ipv4Ranges: 0, ipv4Addresses: 0, ipv6Ranges: 0 };
+        if (set.width === 1) {
+          entry.ipv4Ranges++;
+          entry.ipv4Addresses += set.ends[row]! - set.starts[row]! + 1;
+        } else {
+          entry.ipv6Ranges++;
+        }
+        if (entry.isp === null && orgs[row] !== NO_ORG) entry.isp = this.orgNames[orgs[row]!]!;
+      }
     }
-    const v6 = this.v6;
-    for (let row = 0; row < v6.length; row++) {
-      if (v6.asns[row] !== asn) continue;
-      ipv6Ranges++;
-      if (isp === null && v6.orgs[row] !== NO_ORG) isp = this.orgNames[v6.orgs[row]!]!;
-    }
-    return ipv4Ranges + ipv6Ranges === 0 ? null : { asn, isp, ipv4Ranges, ipv4Addresses, ipv6Ranges };
+    if (this.announcements.size >= ANNOUNCED_CACHE) this.announcements.delete(this.announcements.keys().next().value!);
+    this.announcements.set(asn, entry);
+    return entry;
   }
+
+  private readonly announcements = new Map<number, AsnAnnouncement | null>();
 }
+
+/** How many ASes' announcements are kept (the oldest asked for goes first). */
+const ANNOUNCED_CACHE = 1024;
 
 /** An AS as the table knows it: the ranges announced for it. */
 export interface AsnAnnouncement extends AsnRecord {
