@@ -257,6 +257,31 @@ export class ReputationRepository {
     return { count: counted.rows[0]!.n, aggregates: found.rows.map(toAggregate) };
   }
 
+  /** Up to `limit` reported addresses without an AS, after `after` in text order (for the ASN backfill). */
+  async withoutAsn(after: string, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ ip: string }>({
+      name: 'ip-stats-without-asn',
+      text: 'select ip from ip_stats where asn is null and ip > $1 order by ip limit $2',
+      values: [after, limit],
+    });
+    return rows.map((row) => row.ip);
+  }
+
+  /**
+   * Fills the AS (and the organisation and country where those are missing too) of addresses
+   * that have none; an address given an AS meanwhile keeps its own. Returns how many were filled.
+   */
+  async fillAsn(rows: { ip: string; asn: number; isp: string | null; countryCode: string | null }[]): Promise<number> {
+    if (rows.length === 0) return 0;
+    const { rowCount } = await this.pool.query(
+      `update ip_stats s set asn = v.asn, isp = coalesce(s.isp, v.isp), country_code = coalesce(s.country_code, v.country_code)
+         from unnest($1::text[], $2::int[], $3::text[], $4::text[]) as v(ip, asn, isp, country_code)
+        where s.ip = v.ip and s.asn is null`,
+      [rows.map((r) => r.ip), rows.map((r) => r.asn), rows.map((r) => r.isp), rows.map((r) => r.countryCode)],
+    );
+    return rowCount ?? 0;
+  }
+
   /**
    * The reported addresses GeoIP placed in an AS when they were first reported: how many (since
    * `since`, when given) and the `max` most recently reported of them.

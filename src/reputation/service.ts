@@ -332,6 +332,30 @@ export class ReputationService {
     return { data, usage };
   }
 
+  /**
+   * `trs geo backfill-asn`: the AS of every reported address stored without one, from the
+   * GeoIP data, `batch` addresses at a time (each batch its own statement). Addresses the data
+   * places in no AS stay null. `onBatch`: the addresses scanned so far.
+   */
+  async backfillAsn(batch: number, onBatch: (scanned: number) => void = () => {}): Promise<{ scanned: number; filled: number }> {
+    let after = '';
+    let scanned = 0;
+    let filled = 0;
+    for (;;) {
+      const ips = await this.repository.withoutAsn(after, batch);
+      if (ips.length === 0) break;
+      const rows = ips.flatMap((ip) => {
+        const geo = storableGeo(this.geo.lookup(ip));
+        return geo.asn === null ? [] : [{ ip, asn: geo.asn, isp: geo.isp, countryCode: geo.countryCode }];
+      });
+      filled += await this.repository.fillAsn(rows);
+      scanned += ips.length;
+      after = ips.at(-1)!;
+      onBatch(scanned);
+    }
+    return { scanned, filled };
+  }
+
   /** Which of `ips` the current blacklist snapshot lists at the list's default confidence (none before the first snapshot). */
   private async listedOf(ips: string[]): Promise<Set<string>> {
     if (!this.snapshots || ips.length === 0) return new Set();

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runCli } from '../support/cli.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -190,5 +194,31 @@ describe('GET /check-block summary', () => {
     expect(res.body.data.reported).toHaveLength(3);
     expect(res.body.data.summary.listedShare).toBeUndefined();
     expect(res.body.data.summary.ipv6Networks.map((n: any) => n.network)).toEqual(['2a0d:5600:24::/64', '2a0d:5600:24:ffff::/64']);
+  });
+});
+
+describe('trs geo backfill-asn', () => {
+  it('fills the AS of addresses stored without one, in batches, and /check-asn then counts them', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'trs-asn-'));
+    const env = { ...process.env, DATABASE_URL: s.db.url, DATA_DIR: dir, LOG_LEVEL: 'warn' };
+    if (s.db.embedded) delete (env as Record<string, string | undefined>).DATABASE_URL;
+    try {
+      // As an address reported before the AS was looked up: its AS (and organisation) unknown.
+      await s.pool.query(`update ip_stats set asn = null, isp = null where ip = any($1)`, [[V4[1], V4[2], V6[2]]]);
+      const { key } = await s.createKey('free');
+      expect((await api(`/check-asn?asn=${AS_V4}`, key)).body.data.reportedCount).toBe(1);
+      const run = await runCli(env, 'geo', 'backfill-asn', '--batch', '2', '--json');
+      expect(run.code, run.err).toBe(0);
+      expect(JSON.parse(run.out)).toEqual({ scanned: 3, filled: 3 });
+      const { rows } = await s.pool.query<{ ip: string; asn: number; isp: string }>(`select ip, asn, isp from ip_stats where ip = any($1) order by ip`, [[V4[1], V4[2], V6[2]]]);
+      expect(rows.map((r) => [r.ip, r.asn])).toEqual([[V4[2], AS_V4], [V4[1], AS_V4], [V6[2], AS_V6]].sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
+      expect(rows.every((r) => r.isp)).toBe(true);
+      expect((await api(`/check-asn?asn=${AS_V4}`, key)).body.data.reportedCount).toBe(3);
+      // A second run finds nothing left to fill.
+      const again = await runCli(env, 'geo', 'backfill-asn', '--json');
+      expect(JSON.parse(again.out)).toEqual({ scanned: 0, filled: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
