@@ -571,7 +571,10 @@ export class ReputationRepository {
            last_reported_at = greatest(s.last_reported_at, excluded.last_reported_at),
            categories = array(select distinct c from unnest(s.categories || excluded.categories) c order by c),
            max_severity = greatest(s.max_severity, excluded.max_severity),
-           decay_sum = s.decay_sum + excluded.decay_sum
+           decay_sum = s.decay_sum + excluded.decay_sum,
+           country_code = coalesce(s.country_code, excluded.country_code),
+           asn = coalesce(s.asn, excluded.asn),
+           isp = coalesce(s.isp, excluded.isp)
          returning s.ip, ${AGGREGATE_COLUMNS}, (xmax = 0) as first_seen,
                    exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted`,
         [

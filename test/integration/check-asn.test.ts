@@ -207,6 +207,10 @@ describe('trs geo backfill-asn', () => {
       await s.pool.query(`update ip_stats set asn = null, isp = null where ip = any($1)`, [[V4[1], V4[2], V6[2]]]);
       const { key } = await s.createKey('free');
       expect((await api(`/check-asn?asn=${AS_V4}`, key)).body.data.reportedCount).toBe(1);
+      // A new report fills a missing AS (and never replaces one).
+      expect((await call(s.origin, '/api/v2/report', { key: reporters[7], json: { ip: V4[2], categories: [14] } })).status).toBe(200);
+      expect((await api(`/check-asn?asn=${AS_V4}`, key)).body.data.reportedCount).toBe(2);
+      await s.pool.query(`update ip_stats set asn = null, isp = null where ip = $1`, [V4[2]]);
       const run = await runCli(env, 'geo', 'backfill-asn', '--batch', '2', '--json');
       expect(run.code, run.err).toBe(0);
       expect(JSON.parse(run.out)).toEqual({ scanned: 3, filled: 3 });
