@@ -286,7 +286,7 @@ export class ReputationService {
    * highest score first. Charges one check per address returned, at least one; a refused
    * charge answers nothing. `since`: only addresses reported since.
    */
-  async checkBlock(network: string, limit: number, payer: Payer, since?: Date) {
+  async checkBlock(network: string, limit: number, payer: Payer, since?: Date, options: { summary?: boolean } = {}) {
     within('limit', limit, 1, NETWORK_ADDRESSES_MAX);
     const parsed = parseNetwork(network, { prefixRequired: true });
     if (!parsed) {
@@ -301,14 +301,18 @@ export class ReputationService {
     const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
     const units = Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX));
     const usage = await this.charge(payer, units);
-    const scored = aggregates
+    const all = aggregates
       .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
-      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0))
-      .slice(0, limit);
-    const summary = await this.networkSummary(
-      aggregates.map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage })),
-      parsed.version === 4 ? Number(parsed.last - parsed.first + 1n) : undefined,
-    );
+      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
+    const scored = all.slice(0, limit);
+    // The summary covers every address read; skipped for the callers that show none (AbuseIPDB's check-block).
+    const summary = options.summary === false
+      ? undefined
+      : await this.networkSummary(
+          all,
+          parsed.version === 4 ? Number(parsed.last - parsed.first + 1n) : undefined,
+          { first: parsed.firstAddress, last: parsed.lastAddress },
+        );
     const data = {
       network: parsed.text,
       networkAddress: parsed.firstAddress,
@@ -327,7 +331,7 @@ export class ReputationService {
         categories: aggregate.categories,
         countryCode: this.place(aggregate).countryCode,
       })),
-      summary,
+      ...(summary ? { summary } : {}),
     };
     return { data, usage };
   }
@@ -356,17 +360,26 @@ export class ReputationService {
     return { scanned, filled };
   }
 
-  /** Which of `ips` the current blacklist snapshot lists at the list's default confidence (none before the first snapshot). */
-  private async listedOf(ips: string[]): Promise<Set<string>> {
+  /**
+   * Which of `ips` the current blacklist snapshot lists at the list's default confidence (none
+   * before the first snapshot). `range`: the network they lie in, read as one range of the
+   * snapshot's address index rather than by a list of addresses.
+   */
+  private async listedOf(ips: string[], range?: { first: string; last: string }): Promise<Set<string>> {
     if (!this.snapshots || ips.length === 0) return new Set();
     const head = await this.snapshots.head();
     if (!head) return new Set();
     const selection = await this.snapshots.select(head, { minScore: DEFAULT_CONFIDENCE, limit: LIMIT_MAX });
+    if (range) {
+      const asked = new Set(ips);
+      const inRange = await this.snapshots.within(selection, range.first, range.last, { select: 'ip', order: 'address' });
+      return new Set(inRange.map((e) => e.ip).filter((ip) => asked.has(ip)));
+    }
     return new Set(await this.snapshots.among(selection, ips));
   }
 
-  /** The network view of scored addresses (`ipv4Size`: the IPv4 addresses the network holds, when known). */
-  private async networkSummary(scored: { aggregate: IpAggregate; score: number }[], ipv4Size?: number) {
+  /** The network view of scored addresses (`ipv4Size`: the IPv4 addresses the network holds, when known; `range`: the network's bounds). */
+  private async networkSummary(scored: { aggregate: IpAggregate; score: number }[], ipv4Size?: number, range?: { first: string; last: string }) {
     const addresses: ScoredAddress[] = scored.map(({ aggregate, score }) => ({
       ip: aggregate.ip,
       score,
@@ -374,7 +387,7 @@ export class ReputationService {
       lastReportedAt: aggregate.lastReportedAt!,
       categories: aggregate.categories,
     }));
-    const listed = await this.listedOf(addresses.map((a) => a.ip));
+    const listed = await this.listedOf(addresses.map((a) => a.ip), range);
     return summarise(addresses, listed, DEFAULT_CONFIDENCE, ipv4Size);
   }
 
