@@ -308,6 +308,10 @@ export interface paths {
          *     A /24 with 40 reported addresses costs 40 checks: lower `limit` to bound the
          *     charge.
          *
+         *     `summary` is the network view: how many of its reported addresses the current blacklist
+         *     snapshot lists (at the list's default confidence, 75), the share of an IPv4 network that
+         *     is listed, the top categories, and the IPv6 reported addresses grouped by /64.
+         *
          *     - **Access:** any valid key (every role).
          *     - **Quota:** +N on the daily check quota, one per address returned (at least one per call), charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
          *     - A wider network (/15 or /47 and shorter) is refused with 422
@@ -316,6 +320,44 @@ export interface paths {
          *       scored and `truncated` is `true`.
          */
         get: operations["checkBlock"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/check-asn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Check the reported addresses of an autonomous system
+         * @description Returns the network view of an AS, so that an operator can judge (and block) a hostile
+         *     network wholesale: its organisation and announced ranges from the server's ASN data, how
+         *     many of its addresses are reported and how many the current blacklist snapshot lists (at
+         *     the list's default confidence, 75), the listed share of its announced IPv4 space, the top
+         *     categories, the reported addresses with their scores (highest first, then by address) and
+         *     the IPv6 ones grouped by /64.
+         *
+         *     An address belongs to the AS GeoIP placed it in when it was first reported; addresses
+         *     reported before the server stored ASNs count once the operator runs
+         *     `trs geo backfill-asn` or once they are reported again. An address without reports is not
+         *     listed; a whitelisted one is listed with score 0.
+         *
+         *     An AS with 40 reported addresses costs 40 checks: lower `limit` to bound the charge.
+         *
+         *     - **Access:** any valid key (every role).
+         *     - **Quota:** +N on the daily check quota, one per address returned (at least one per call), charged after the request's own checks: a refused request is not charged, and when N exceeds what is left of the quota the request is refused with 429 and nothing is charged.
+         *     - A special-purpose AS number (0, 23456, 64496-131071, 4200000000 and above) is refused
+         *       with 400, naming `asn`.
+         *     - The summary covers the 65,536 most recently reported addresses of the AS.
+         */
+        get: operations["checkAsn"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1522,6 +1564,45 @@ export interface components {
             categories: components["schemas"]["CategoryIds"];
             countryCode: components["schemas"]["CountryCode"];
         };
+        /** @description One IPv6 /64 network holding reported addresses. */
+        Ipv6Network64: {
+            /** @description The /64 in canonical CIDR form (RFC 5952). */
+            network: string;
+            /** @description Its reported addresses. */
+            reportedCount: number;
+            /** @description How many of them are listed (see `listedConfidence`). */
+            listedCount: number;
+            /** @description The highest score among its addresses. */
+            abuseConfidencePercentage: number;
+            /** @description Report submissions about its addresses, summed. */
+            totalReports: number;
+            /**
+             * Format: date-time
+             * @description Time of the last report about one of its addresses.
+             */
+            lastReportedAt: string;
+            categories: components["schemas"]["CategoryIds"];
+        };
+        /** @description The network view of the reported addresses: how many of them the current blacklist snapshot lists at the list's default confidence (the addresses `GET /blacklist` returns without `confidence`), what they are reported for, and the IPv6 ones grouped by /64 (the unit an ISP hands one customer, and the one to block). It covers every reported address counted (up to 65,536, the most recently reported), not only those returned. */
+        NetworkSummary: {
+            /** @description How many of the reported addresses the current blacklist snapshot lists at `listedConfidence` or more. */
+            listedCount: number;
+            /** @description The score from which an address counts as listed (the blacklist's default `confidence`, 75). */
+            listedConfidence: number;
+            /** @description Listed IPv4 addresses over the IPv4 addresses of the network (a CIDR network's size, an AS's announced IPv4 space). Absent for IPv6 networks and when the size is unknown. */
+            listedShare?: number;
+            /** @description The most frequent categories, by how many reported addresses carry each (then by id); at most 10. */
+            topCategories: {
+                /** @description The threat-category id (see `GET /categories`). */
+                id: number;
+                /** @description Reported addresses carrying it. */
+                count: number;
+            }[];
+            /** @description How many IPv6 /64 networks hold reported addresses. */
+            ipv6NetworkCount: number;
+            /** @description The /64 networks holding reported IPv6 addresses, highest score first (then most addresses, then by text); at most 100. */
+            ipv6Networks: components["schemas"]["Ipv6Network64"][];
+        };
         /** @description A network and the reported addresses inside it. */
         CheckBlock: {
             /** @description The network in canonical CIDR form (host bits cleared). */
@@ -1556,11 +1637,42 @@ export interface components {
             truncated: boolean;
             /** @description The reported addresses, highest score first, then in address order. */
             reported: components["schemas"]["CheckBlockAddress"][];
+            summary?: components["schemas"]["NetworkSummary"];
         };
         /** @description Envelope of `GET /check-block`. */
         CheckBlockEnvelope: {
             meta: components["schemas"]["Meta"];
             data: components["schemas"]["CheckBlock"];
+        };
+        /** @description An autonomous system and the reported addresses GeoIP placed in it when they were first reported. */
+        CheckAsn: {
+            /** @description The AS number. */
+            asn: number;
+            /** @description The AS's organisation name from the server's ASN data (else as stored with its addresses); `null` when neither names one. */
+            organisation: string | null;
+            /** @description The ranges the server's ASN data assigns to the AS. Absent when the data does not name the AS, or when the operator configured a MaxMind ASN database (which cannot list them). */
+            announced?: {
+                /** @description Its IPv4 ranges. */
+                ipv4Ranges: number;
+                /** @description The IPv4 addresses in them. */
+                ipv4Addresses: number;
+                /** @description Its IPv6 ranges. */
+                ipv6Ranges: number;
+            };
+            /** @description The `maxAgeInDays` asked for; `null` when every retained report counts. */
+            maxAgeInDays: number | null;
+            /** @description How many addresses of the AS have reports (within `maxAgeInDays`). */
+            reportedCount: number;
+            /** @description `true` when fewer addresses are returned than `reportedCount` (`limit`). */
+            truncated: boolean;
+            /** @description The reported addresses, highest score first, then in address order; at most `limit`. */
+            reported: components["schemas"]["CheckBlockAddress"][];
+            summary: components["schemas"]["NetworkSummary"];
+        };
+        /** @description Envelope of `GET /check-asn`. */
+        CheckAsnEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["CheckAsn"];
         };
         /** @description 1 to 30 threat-category ids (see `GET /categories`), as an array of ids, as one string of ids separated by commas (`"18,31"`, the form the ReportedIP clients send), or as a single id. Repeated ids count once. Ids that are not in the catalogue are ignored and named in the answer; a report with no known id is refused with 422. */
         CategoryInput: number[] | string | number;
@@ -2936,6 +3048,21 @@ export interface components {
          */
         CheckBlockLimit: number;
         /**
+         * @description The AS number, without `AS` (`64500` is refused: special-purpose numbers (0, AS_TRANS 23456, documentation, private use and reserved) name no network and answer 400).
+         * @example 208091
+         */
+        AsnQuery: number;
+        /**
+         * @description At most this many reported addresses are returned, the highest scores first. Each address returned costs one check: lower it to bound the charge. The summary covers them all.
+         * @example 25
+         */
+        CheckAsnLimit: number;
+        /**
+         * @description Only addresses reported within this many days count (and are returned); without it, every retained report counts.
+         * @example 30
+         */
+        MaxAgeInDays: number;
+        /**
          * @description Output format: `json` (the list with its `meta`), `txt` (plain text, one address per line), `csv` (a header line, then one line per address), or a form a firewall loads as it is: `cidr` (one CIDR block per line), `nftables` (an `nft -f` file replacing `table inet trs`), `ipset` (an `ipset restore` file filling the sets `trs-v4` and `trs-v6`), `iptables` and `ip6tables` (an `iptables-restore --noflush` file for the chain `trs-blacklist`, IPv4 and IPv6 entries respectively), `nginx` (a `geo $trs_blacklist` block to include in `http {}`), or `rbldnsd` (a DNS blocklist: a `combined` data file that rbldnsd serves, listed addresses answering `127.0.0.2` with a TXT of their score and categories).
          * @example json
          */
@@ -3402,6 +3529,52 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["DomainLimitExceeded"];
             422: components["responses"]["CheckBlockUnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    checkAsn: {
+        parameters: {
+            query: {
+                /**
+                 * @description The AS number, without `AS` (`64500` is refused: special-purpose numbers (0, AS_TRANS 23456, documentation, private use and reserved) name no network and answer 400).
+                 * @example 208091
+                 */
+                asn: components["parameters"]["AsnQuery"];
+                /**
+                 * @description At most this many reported addresses are returned, the highest scores first. Each address returned costs one check: lower it to bound the charge. The summary covers them all.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["CheckAsnLimit"];
+                /**
+                 * @description Only addresses reported within this many days count (and are returned); without it, every retained report counts.
+                 * @example 30
+                 */
+                maxAgeInDays?: components["parameters"]["MaxAgeInDays"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The AS and its reported addresses. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckAsnEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["DomainLimitExceeded"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };

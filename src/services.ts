@@ -89,6 +89,7 @@ export function buildServices(deps: ServiceDeps) {
     batching: config.reportBatching,
     quota: meter,
     delistings: delisting,
+    listed: snapshots,
   });
   const relayMessages = new RelayRepository(pool);
   const smsTemplates = new SmsTemplates(new SmsTemplateRepository(em), clock);

@@ -151,7 +151,7 @@ export class AbuseIpdbService {
   /** GET /check-block: the rule (and charge) of GET /api/v2/check-block, in AbuseIPDB's shape. */
   async checkBlock(network: string, maxAgeInDays: number, payer: Payer) {
     const since = new Date(this.clock.now().getTime() - maxAgeInDays * 86_400_000);
-    const { data: block, usage } = await this.reputation.checkBlock(network, NETWORK_ADDRESSES_MAX, payer, since);
+    const { data: block, usage } = await this.reputation.checkBlock(network, NETWORK_ADDRESSES_MAX, payer, since, { summary: false });
     const parsed = parseNetwork(block.network, { prefixRequired: true })!;
     const bits = parsed.version === 4 ? 32 : 128;
     const size = 2n ** BigInt(bits - parsed.bits);

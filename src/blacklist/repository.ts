@@ -426,6 +426,16 @@ export class BlacklistSnapshots {
     return rows;
   }
 
+  /** Which of `ips` a list holds (the addresses as stored: canonical text). */
+  async among(selection: Selection, ips: readonly string[]): Promise<string[]> {
+    if (ips.length === 0) return [];
+    const where = selectionSql(selection, 2);
+    const { rows } = await this.readHolding([selection.head.id], (client) =>
+      client.query<{ ip: string }>(`select e.ip from blacklist_entries e where ${where.sql} and e.ip = any($1::text[])`, [ips, ...where.values]),
+    );
+    return rows.map((row) => row.ip);
+  }
+
   private async cursor<T>(text: string, values: unknown[], snapshots: number[]): Promise<Streamed<T>> {
     const client = await this.holding(snapshots);
     let broken: Error | undefined;

@@ -534,6 +534,26 @@ export function createProgram(io: CliIo): Command {
     if (lines.length) yield { csv: lines.join('\n'), firstLine, bytesRead };
   }
 
+  const geoCommands = program.command('geo').description('the GeoIP data stored with reported addresses');
+  geoCommands
+    .command('backfill-asn')
+    .description('fill the AS (GET /check-asn) of reported addresses stored without one, from the GeoIP data, in batches')
+    .option('--batch <n>', 'addresses per batch (one UPDATE each)', positiveInt, 5_000)
+    .option('--json', 'print a JSON object')
+    .action(async (opts: { batch: number; json?: boolean }) => {
+      const config = loadConfig(io.env);
+      const progress = consoleProgress(io.stderr);
+      const result = await withServices(async (s, db) => {
+        const geo = await openGeoIp({ ...config.geoip, progress });
+        const reputation = new ReputationService(new ReputationRepository(db.pool), s.categories, geo, systemClock);
+        const step = progress.step('filling ASNs');
+        const totals = await reputation.backfillAsn(opts.batch, (scanned) => step.update(scanned));
+        step.done(totals);
+        return totals;
+      });
+      print(result, !!opts.json, () => `filled the AS of ${result.filled} of ${result.scanned} address(es) stored without one`);
+    });
+
   const reportCommands = program.command('reports').description('reports: imports on behalf of an account, and their retention');
 
   reportCommands

@@ -133,6 +133,48 @@ export class AsnTable {
     const org = ranges.orgs[row]!;
     return { asn: ranges.asns[row]!, isp: org === NO_ORG ? null : this.orgNames[org]! };
   }
+
+  /**
+   * What the table says of one AS: its organisation name and the ranges it holds, with the
+   * number of IPv4 addresses in them; null when no range names it. A scan of the ASN columns (a
+   * few milliseconds; an index of every AS would stall the first call for a third of a second),
+   * its answers kept for the last ANNOUNCED_CACHE ASes asked for.
+   */
+  announced(asn: number): AsnAnnouncement | null {
+    const cached = this.announcements.get(asn);
+    if (cached !== undefined) return cached;
+    let entry: AsnAnnouncement | null = null;
+    for (const set of [this.v4, this.v6]) {
+      const { asns, orgs } = set;
+      for (let row = 0; row < asns.length; row++) {
+        if (asns[row] !== asn) continue;
+        entry ??= { asn, isp: null, ipv4Ranges: 0, ipv4Addresses: 0, ipv6Ranges: 0 };
+        if (set.width === 1) {
+          entry.ipv4Ranges++;
+          entry.ipv4Addresses += set.ends[row]! - set.starts[row]! + 1;
+        } else {
+          entry.ipv6Ranges++;
+        }
+        if (entry.isp === null && orgs[row] !== NO_ORG) entry.isp = this.orgNames[orgs[row]!]!;
+      }
+    }
+    if (this.announcements.size >= ANNOUNCED_CACHE) this.announcements.delete(this.announcements.keys().next().value!);
+    this.announcements.set(asn, entry);
+    return entry;
+  }
+
+  private readonly announcements = new Map<number, AsnAnnouncement | null>();
+}
+
+/** How many ASes' announcements are kept (the oldest asked for goes first). */
+const ANNOUNCED_CACHE = 1024;
+
+/** An AS as the table knows it: the ranges announced for it. */
+export interface AsnAnnouncement extends AsnRecord {
+  ipv4Ranges: number;
+  /** Addresses in its IPv4 ranges (an IPv6 count would say nothing: every /64 holds 2^64). */
+  ipv4Addresses: number;
+  ipv6Ranges: number;
 }
 
 const QUOTE = 0x22;

@@ -4,7 +4,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import maxmind, { type Reader, type Response } from 'maxmind';
 import { type Address, isTunnel, parsePublicAddress } from '../address.js';
-import { type AsnRecord, AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
+import { type AsnAnnouncement, type AsnRecord, AsnTable, isPublicAsn, loadAsnTable } from './asn-table.js';
+
+export type { AsnAnnouncement } from './asn-table.js';
 import { silentProgress, type Progress } from '../progress.js';
 
 /**
@@ -29,6 +31,12 @@ export interface GeoIp {
    * IPv4-mapped IPv6 (`::ffff:1.2.3.4`) is looked up as IPv4.
    */
   lookup(ip: string): GeoInfo;
+  /**
+   * The organisation and announced ranges of an AS, from the bundled table; null when the table
+   * does not name it, or when an ASN database was configured instead (it maps addresses to ASNs
+   * and cannot list an AS's ranges).
+   */
+  announced?(asn: number): AsnAnnouncement | null;
 }
 
 export interface GeoIpOptions {
@@ -173,9 +181,10 @@ export async function openGeoIp(options: GeoIpOptions = {}): Promise<GeoIp> {
     'country',
     progress,
   );
-  const asnOfAddress: (addr: Address) => AsnRecord | null = options.asnDb
-    ? await openMmdb(options.asnDb, 'ASN', progress).then((reader) => (addr) => asnOf(mmdbRecord(reader, addr)))
-    : await bundledAsnTable(progress).then((table) => (addr) => table.lookup(addr.words));
+  const table = options.asnDb ? undefined : await bundledAsnTable(progress);
+  const asnOfAddress: (addr: Address) => AsnRecord | null = table
+    ? (addr) => table.lookup(addr.words)
+    : await openMmdb(options.asnDb!, 'ASN', progress).then((reader) => (addr) => asnOf(mmdbRecord(reader, addr)));
 
   return {
     lookup(ip: string): GeoInfo {
@@ -184,6 +193,9 @@ export async function openGeoIp(options: GeoIpOptions = {}): Promise<GeoIp> {
       if (!addr || isTunnel(addr)) return { countryCode: null, asn: null, isp: null };
       const asn = asnOfAddress(addr);
       return { countryCode: countryOf(mmdbRecord(countryReader, addr)), asn: asn?.asn ?? null, isp: asn?.isp ?? null };
+    },
+    announced(asn: number): AsnAnnouncement | null {
+      return table && isPublicAsn(asn) ? table.announced(asn) : null;
     },
   };
 }

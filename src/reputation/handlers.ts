@@ -1,7 +1,7 @@
 import { sendData } from '../http/envelope.js';
 import { sourceIp, type Metering } from '../http/metering.js';
 import type { DataOf, Handlers } from '../http/types.js';
-import { NETWORK_ADDRESSES_MAX, type ReputationService } from './service.js';
+import { ASN_ADDRESSES_DEFAULT, NETWORK_ADDRESSES_MAX, type ReputationService } from './service.js';
 
 /** `metering`: the edge's rate-limit headers, from the Usage each charged use case returns. */
 export function reputationHandlers(reputation: ReputationService, metering: Metering): Handlers {
@@ -25,6 +25,12 @@ export function reputationHandlers(reputation: ReputationService, metering: Mete
       const { data, usage } = await reputation.checkBlock(req.query.network, req.query.limit ?? NETWORK_ADDRESSES_MAX, res.locals.payer!);
       metering.answered(res, usage);
       sendData<DataOf<'checkBlock'>>(res, data);
+    },
+
+    async checkAsn(req, res) {
+      const { data, usage } = await reputation.checkAsn(req.query.asn, req.query.limit ?? ASN_ADDRESSES_DEFAULT, res.locals.payer!, req.query.maxAgeInDays);
+      metering.answered(res, usage);
+      sendData<DataOf<'checkAsn'>>(res, data);
     },
 
     async bulkCheckIps(req, res) {

@@ -257,6 +257,56 @@ export class ReputationRepository {
     return { count: counted.rows[0]!.n, aggregates: found.rows.map(toAggregate) };
   }
 
+  /** Up to `limit` reported addresses without an AS, after `after` in text order (for the ASN backfill). */
+  async withoutAsn(after: string, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ ip: string }>({
+      name: 'ip-stats-without-asn',
+      text: 'select ip from ip_stats where asn is null and ip > $1 order by ip limit $2',
+      values: [after, limit],
+    });
+    return rows.map((row) => row.ip);
+  }
+
+  /**
+   * Fills the AS (and the organisation and country where those are missing too) of addresses
+   * that have none; an address given an AS meanwhile keeps its own. Returns how many were filled.
+   */
+  async fillAsn(rows: { ip: string; asn: number; isp: string | null; countryCode: string | null }[]): Promise<number> {
+    if (rows.length === 0) return 0;
+    const { rowCount } = await this.pool.query(
+      `update ip_stats s set asn = v.asn, isp = coalesce(s.isp, v.isp), country_code = coalesce(s.country_code, v.country_code)
+         from unnest($1::text[], $2::int[], $3::text[], $4::text[]) as v(ip, asn, isp, country_code)
+        where s.ip = v.ip and s.asn is null`,
+      [rows.map((r) => r.ip), rows.map((r) => r.asn), rows.map((r) => r.isp), rows.map((r) => r.countryCode)],
+    );
+    return rowCount ?? 0;
+  }
+
+  /**
+   * The reported addresses GeoIP placed in an AS when they were first reported: how many (since
+   * `since`, when given) and the `max` most recently reported of them.
+   */
+  async inAsn(asn: number, max: number, since?: Date): Promise<{ count: number; aggregates: IpAggregate[] }> {
+    const [counted, found] = await Promise.all([
+      this.pool.query<{ n: number }>({
+        name: 'asn-count',
+        text: `select count(*)::int as n from ip_stats s
+                where s.asn = $1 and ($2::timestamptz is null or s.last_reported_at >= $2)`,
+        values: [asn, since ?? null],
+      }),
+      this.pool.query<AggregateRow>({
+        name: 'asn-aggregates',
+        text: `select s.ip, ${AGGREGATE_COLUMNS},
+                      exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted
+                 from ip_stats s
+                where s.asn = $1 and ($2::timestamptz is null or s.last_reported_at >= $2)
+                order by s.last_reported_at desc limit $3`,
+        values: [asn, since ?? null, max],
+      }),
+    ]);
+    return { count: counted.rows[0]!.n, aggregates: found.rows.map(toAggregate) };
+  }
+
   /**
    * The reports about an address since a time: how many submissions, from how many accounts,
    * the last one, and the newest `limit` of them with the country they were sent from.
@@ -521,7 +571,10 @@ export class ReputationRepository {
            last_reported_at = greatest(s.last_reported_at, excluded.last_reported_at),
            categories = array(select distinct c from unnest(s.categories || excluded.categories) c order by c),
            max_severity = greatest(s.max_severity, excluded.max_severity),
-           decay_sum = s.decay_sum + excluded.decay_sum
+           decay_sum = s.decay_sum + excluded.decay_sum,
+           country_code = coalesce(s.country_code, excluded.country_code),
+           asn = coalesce(s.asn, excluded.asn),
+           isp = coalesce(s.isp, excluded.isp)
          returning s.ip, ${AGGREGATE_COLUMNS}, (xmax = 0) as first_seen,
                    exists (select 1 from whitelist w where w.range >>= s.ip::inet) as whitelisted`,
         [

@@ -10,6 +10,10 @@ import { addressToBigInt, nonPublicReason, parseAddress, parseNetwork, type Addr
 import type { IpAggregate, NewReport, ReportRecord, Reporter, ReputationRepository } from './repository.js';
 import { ReportBatcher, type BatchedReport, type ReportBatching } from './report-batcher.js';
 import { EVIDENCE_MAX_BYTES, addRedactions, evidenceBytes, redactEvidence, type Redactions } from './evidence.js';
+import { summarise, type ScoredAddress } from './network.js';
+import { isPublicAsn } from '../geo/asn-table.js';
+import type { BlacklistSnapshots } from '../blacklist/repository.js';
+import { DEFAULT_CONFIDENCE, LIMIT_MAX } from '../blacklist/service.js';
 import { confidenceScorer, scoreAggregate, decayContribution, EPOCH_MS, HALF_LIFE_MS, type Score } from './score.js';
 
 
@@ -32,6 +36,11 @@ const NETWORK_PREFIX_MIN = { 4: 16, 6: 48 } as const;
 /** AS numbers are 32-bit (RFC 6793); those stored with addresses fit PostgreSQL's integer. */
 const MAX_ASN = 4_294_967_295;
 const MAX_STORED_ASN = 2_147_483_647;
+/** An AS check returns at most this many addresses (its summary covers up to NETWORK_ADDRESSES_MAX). */
+export const ASN_ADDRESSES_MAX = 1_000;
+export const ASN_ADDRESSES_DEFAULT = 100;
+/** `maxAgeInDays` of an AS check: reports are kept no longer. */
+export const MAX_AGE_DAYS_MAX = 365;
 
 export interface ReputationRecord {
   ip: string;
@@ -58,6 +67,10 @@ export interface ReportView {
   reporterRole: ReportRecord['reporterRole'];
   aggregationCount: number;
 }
+
+/** The GeoIP answer as ip_stats keeps it: an AS number beyond PostgreSQL's integer is not stored. */
+const storableGeo = (geo: { countryCode: string | null; asn: number | null; isp: string | null }) =>
+  geo.asn !== null && geo.asn > MAX_STORED_ASN ? { ...geo, asn: null } : geo;
 
 /** Control characters (C0 but tab and line feed, DEL, C1) never reach storage. */
 const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
@@ -134,14 +147,17 @@ export class ReputationService {
     private readonly categories: CategoryService,
     private readonly geo: GeoIp,
     private readonly clock: Clock,
-    reports: { batching: ReportBatching; quota?: Quota; delistings?: DelistingDecisions } = { batching: { ms: 0, max: 1 } },
+    reports: { batching: ReportBatching; quota?: Quota; delistings?: DelistingDecisions; listed?: BlacklistSnapshots } = { batching: { ms: 0, max: 1 } },
   ) {
     this.quota = reports.quota;
+    this.snapshots = reports.listed;
     this.delistings = reports.delistings;
     this.batcher = new ReportBatcher((batch, afterWrite) => this.store(batch, afterWrite), this.quota, reports.batching);
   }
 
   private readonly quota: Quota | undefined;
+  /** The blacklist's snapshots, for which addresses of a network are listed. */
+  private readonly snapshots: BlacklistSnapshots | undefined;
   private readonly delistings: DelistingDecisions | undefined;
 
   /** The quota, for a use case a payer pays for. */
@@ -270,7 +286,7 @@ export class ReputationService {
    * highest score first. Charges one check per address returned, at least one; a refused
    * charge answers nothing. `since`: only addresses reported since.
    */
-  async checkBlock(network: string, limit: number, payer: Payer, since?: Date) {
+  async checkBlock(network: string, limit: number, payer: Payer, since?: Date, options: { summary?: boolean } = {}) {
     within('limit', limit, 1, NETWORK_ADDRESSES_MAX);
     const parsed = parseNetwork(network, { prefixRequired: true });
     if (!parsed) {
@@ -285,10 +301,18 @@ export class ReputationService {
     const { count, aggregates } = await this.repository.inNetwork(parsed.firstAddress, parsed.lastAddress, NETWORK_ADDRESSES_MAX, since);
     const units = Math.max(1, Math.min(limit, count, NETWORK_ADDRESSES_MAX));
     const usage = await this.charge(payer, units);
-    const scored = aggregates
+    const all = aggregates
       .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
-      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0))
-      .slice(0, limit);
+      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
+    const scored = all.slice(0, limit);
+    // The summary covers every address read; skipped for the callers that show none (AbuseIPDB's check-block).
+    const summary = options.summary === false
+      ? undefined
+      : await this.networkSummary(
+          all,
+          parsed.version === 4 ? Number(parsed.last - parsed.first + 1n) : undefined,
+          { first: parsed.firstAddress, last: parsed.lastAddress },
+        );
     const data = {
       network: parsed.text,
       networkAddress: parsed.firstAddress,
@@ -307,6 +331,110 @@ export class ReputationService {
         categories: aggregate.categories,
         countryCode: this.place(aggregate).countryCode,
       })),
+      ...(summary ? { summary } : {}),
+    };
+    return { data, usage };
+  }
+
+  /**
+   * `trs geo backfill-asn`: the AS of every reported address stored without one, from the
+   * GeoIP data, `batch` addresses at a time (each batch its own statement). Addresses the data
+   * places in no AS stay null. `onBatch`: the addresses scanned so far.
+   */
+  async backfillAsn(batch: number, onBatch: (scanned: number) => void = () => {}): Promise<{ scanned: number; filled: number }> {
+    let after = '';
+    let scanned = 0;
+    let filled = 0;
+    for (;;) {
+      const ips = await this.repository.withoutAsn(after, batch);
+      if (ips.length === 0) break;
+      const rows = ips.flatMap((ip) => {
+        const geo = storableGeo(this.geo.lookup(ip));
+        return geo.asn === null ? [] : [{ ip, asn: geo.asn, isp: geo.isp, countryCode: geo.countryCode }];
+      });
+      filled += await this.repository.fillAsn(rows);
+      scanned += ips.length;
+      after = ips.at(-1)!;
+      onBatch(scanned);
+    }
+    return { scanned, filled };
+  }
+
+  /**
+   * Which of `ips` the current blacklist snapshot lists at the list's default confidence (none
+   * before the first snapshot). `range`: the network they lie in, read as one range of the
+   * snapshot's address index rather than by a list of addresses.
+   */
+  private async listedOf(ips: string[], range?: { first: string; last: string }): Promise<Set<string>> {
+    if (!this.snapshots || ips.length === 0) return new Set();
+    const head = await this.snapshots.head();
+    if (!head) return new Set();
+    const selection = await this.snapshots.select(head, { minScore: DEFAULT_CONFIDENCE, limit: LIMIT_MAX });
+    if (range) {
+      const asked = new Set(ips);
+      const inRange = await this.snapshots.within(selection, range.first, range.last, { select: 'ip', order: 'address' });
+      return new Set(inRange.map((e) => e.ip).filter((ip) => asked.has(ip)));
+    }
+    return new Set(await this.snapshots.among(selection, ips));
+  }
+
+  /** The network view of scored addresses (`ipv4Size`: the IPv4 addresses the network holds, when known; `range`: the network's bounds). */
+  private async networkSummary(scored: { aggregate: IpAggregate; score: number }[], ipv4Size?: number, range?: { first: string; last: string }) {
+    const addresses: ScoredAddress[] = scored.map(({ aggregate, score }) => ({
+      ip: aggregate.ip,
+      score,
+      totalReports: aggregate.totalReports,
+      lastReportedAt: aggregate.lastReportedAt!,
+      categories: aggregate.categories,
+    }));
+    const listed = await this.listedOf(addresses.map((a) => a.ip), range);
+    return summarise(addresses, listed, DEFAULT_CONFIDENCE, ipv4Size);
+  }
+
+  /**
+   * GET /check-asn: the addresses GeoIP placed in an AS when they were reported, the `limit`
+   * highest scores first, with the AS's organisation, how many are listed, the top categories
+   * and the IPv6 ones by /64. `maxAgeInDays`: only addresses reported within so many days.
+   * Charges one check per address returned, at least one; a refused charge answers nothing.
+   */
+  async checkAsn(asn: number, limit: number, payer: Payer, maxAgeInDays?: number) {
+    if (!Number.isInteger(asn) || asn < 1 || asn > MAX_ASN) {
+      throw invalidField('asn', `must be an AS number from 1 to ${MAX_ASN}`, 'invalid_request');
+    }
+    if (!isPublicAsn(asn)) {
+      throw invalidField('asn', `AS${asn} is a special-purpose AS number (private use, documentation, AS_TRANS or reserved) and names no network`, 'invalid_request');
+    }
+    within('limit', limit, 1, ASN_ADDRESSES_MAX);
+    if (maxAgeInDays !== undefined) within('maxAgeInDays', maxAgeInDays, 1, MAX_AGE_DAYS_MAX);
+    const since = maxAgeInDays === undefined ? undefined : new Date(this.clock.now().getTime() - maxAgeInDays * 86_400_000);
+    // AS numbers above PostgreSQL's integer are never stored with an address.
+    const { count, aggregates } = asn <= MAX_STORED_ASN
+      ? await this.repository.inAsn(asn, NETWORK_ADDRESSES_MAX, since)
+      : { count: 0, aggregates: [] as IpAggregate[] };
+    const units = Math.max(1, Math.min(limit, count));
+    const usage = await this.charge(payer, units);
+    const scored = aggregates
+      .map((aggregate) => ({ aggregate, score: this.score(aggregate).abuseConfidencePercentage, n: addressToBigInt(aggregate.ip) }))
+      .sort((a, b) => b.score - a.score || (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
+    const announced = this.geo.announced?.(asn) ?? null;
+    const summary = await this.networkSummary(scored, announced?.ipv4Addresses || undefined);
+    const shown = scored.slice(0, limit);
+    const data = {
+      asn,
+      organisation: announced?.isp ?? aggregates.find((a) => a.isp)?.isp ?? null,
+      ...(announced ? { announced: { ipv4Ranges: announced.ipv4Ranges, ipv4Addresses: announced.ipv4Addresses, ipv6Ranges: announced.ipv6Ranges } } : {}),
+      maxAgeInDays: maxAgeInDays ?? null,
+      reportedCount: count,
+      truncated: shown.length < count,
+      reported: shown.map(({ aggregate, score }) => ({
+        ip: aggregate.ip,
+        abuseConfidencePercentage: score,
+        totalReports: aggregate.totalReports,
+        lastReportedAt: aggregate.lastReportedAt!.toISOString(),
+        categories: aggregate.categories,
+        countryCode: this.place(aggregate).countryCode,
+      })),
+      summary,
     };
     return { data, usage };
   }
@@ -352,7 +480,7 @@ export class ReputationService {
         comment: truncated ? `${cleaned.slice(0, COMMENT_MAX - 1)}…` : cleaned,
         evidence: redacted?.text || null,
         severity: Math.max(...known.map((id) => catalogue.get(id)!)),
-        geo: this.geo.lookup(parsed.text),
+        geo: storableGeo(this.geo.lookup(parsed.text)),
       },
       ignored,
       truncated,

@@ -144,7 +144,7 @@ function setBody(transaction, body) {
 }
 
 /** Keyed envelope operations that count the site a request names (X-Rip-Site). */
-const DOMAIN_LIMITED = new Set(['checkIpPublic', 'getPublicStats', 'searchIpsPublic', 'listCategories', 'getAttackMapData', 'getStatistics', 'listBlacklistCategories', 'getBlacklistStats', 'checkIp', 'checkBlock', 'reportIp', 'saveNotificationConfig']);
+const DOMAIN_LIMITED = new Set(['checkIpPublic', 'getPublicStats', 'searchIpsPublic', 'listCategories', 'getAttackMapData', 'getStatistics', 'listBlacklistCategories', 'getBlacklistStats', 'checkIp', 'checkBlock', 'checkAsn', 'reportIp', 'saveNotificationConfig']);
 
 /** A well-formed request each operation refuses with 422. */
 const UNPROCESSABLE = {
@@ -194,6 +194,7 @@ const TOO_MANY = {
   getDelistRequest: exhaustedAddress,
   checkIp: (t) => setKey(t, keys.free_exhausted),
   checkBlock: (t) => setKey(t, keys.free_exhausted),
+  checkAsn: (t) => setKey(t, keys.free_exhausted),
   abuseipdbCheck: (t) => setKey(t, keys.free_exhausted),
   abuseipdbReport: (t) => setKey(t, keys.free_exhausted),
   abuseipdbCheckBlock: (t) => setKey(t, keys.free_exhausted),

@@ -52,6 +52,7 @@ const OPERATIONS: { op: string; method: string; path: string; json?: unknown; al
   { op: 'getBlacklistStats', method: 'GET', path: '/blacklist-stats', allowed: ALL },
   { op: 'checkIp', method: 'GET', path: '/check?ip=8.8.8.8', allowed: KEYED },
   { op: 'checkBlock', method: 'GET', path: '/check-block?network=8.8.8.0/24', allowed: KEYED },
+  { op: 'checkAsn', method: 'GET', path: '/check-asn?asn=15169', allowed: KEYED },
   { op: 'reportIp', method: 'POST', path: '/report', json: { ip: '8.8.8.8', categories: [4] }, allowed: KEYED },
   { op: 'verifyKey', method: 'GET', path: '/verify-key', allowed: KEYED },
   { op: 'listReportEvidence', method: 'GET', path: '/reports/8.8.8.8/evidence', allowed: KEYED },

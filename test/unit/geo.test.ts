@@ -319,3 +319,19 @@ describe('GEO_ATTRIBUTION', () => {
     expect(GEO_ATTRIBUTION).not.toContain('\n');
   });
 });
+
+describe('announced ranges of an AS (bundled data)', () => {
+  it('names the organisation and counts the IPv4 space; null for an AS the data does not name or a special-purpose one', async () => {
+    const geo = await openGeoIp();
+    const google = geo.announced!(15169);
+    expect(google).toMatchObject({ asn: 15169, isp: 'Google LLC' });
+    expect(google!.ipv4Ranges).toBeGreaterThan(0);
+    expect(google!.ipv6Ranges).toBeGreaterThan(0);
+    expect(google!.ipv4Addresses).toBeGreaterThanOrEqual(256 * google!.ipv4Ranges);
+    // The address space it counts holds the addresses GeoIP places in the AS.
+    expect(geo.lookup('8.8.8.8').asn).toBe(15169);
+    expect(geo.announced!(4199999999)).toBeNull();
+    expect(geo.announced!(64512)).toBeNull();
+    expect(geo.announced!(15169)).toBe(google);
+  });
+});

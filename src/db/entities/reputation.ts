@@ -110,6 +110,7 @@ export const IpStatsEntity = new EntitySchema<IpStats>({
   indexes: [
     { name: 'ip_stats_address_idx', expression: "CREATE INDEX ip_stats_address_idx ON ip_stats USING btree (((ip)::inet))" },
     { name: 'ip_stats_asn_idx', expression: "CREATE INDEX ip_stats_asn_idx ON ip_stats USING btree (asn, total_reports DESC)" },
+    { name: 'ip_stats_asn_recent_idx', expression: "CREATE INDEX ip_stats_asn_recent_idx ON ip_stats USING btree (asn, last_reported_at DESC) WHERE (asn IS NOT NULL)" },
     { name: 'ip_stats_country_idx', expression: "CREATE INDEX ip_stats_country_idx ON ip_stats USING btree (country_code, total_reports DESC)" },
     { name: 'ip_stats_ip_prefix_idx', expression: "CREATE INDEX ip_stats_ip_prefix_idx ON ip_stats USING btree (ip text_pattern_ops)" },
   ],

@@ -24,6 +24,7 @@ import { Migration20261129000000RelayMessageRetention } from './Migration2026112
 import { Migration20261129010000ReportPartitions } from './Migration20261129010000ReportPartitions.js';
 import { Migration20261130010000Delisting } from './Migration20261130010000Delisting.js';
 import { Migration20261130060000IncrementalBlacklist } from './Migration20261130060000IncrementalBlacklist.js';
+import { Migration20261201010000IpStatsAsn } from './Migration20261201010000IpStatsAsn.js';
 import { Migration20261201020000BlacklistClosures } from './Migration20261201020000BlacklistClosures.js';
 import { Migration20261130040000ReportEvidence } from './Migration20261130040000ReportEvidence.js';
 
@@ -55,5 +56,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261130010000Delisting', class: Migration20261130010000Delisting },
   { name: 'Migration20261130040000ReportEvidence', class: Migration20261130040000ReportEvidence },
   { name: 'Migration20261130060000IncrementalBlacklist', class: Migration20261130060000IncrementalBlacklist },
+  { name: 'Migration20261201010000IpStatsAsn', class: Migration20261201010000IpStatsAsn },
   { name: 'Migration20261201020000BlacklistClosures', class: Migration20261201020000BlacklistClosures },
 ];
