@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import Ajv2020 from 'ajv/dist/2020.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
@@ -25,7 +25,7 @@ const api = (p: string, o: Parameters<typeof call>[2] = {}) => call(s.origin, `/
 function stixValidator() {
   // The schemas' patterns are ECMA-262 without the u flag (one escapes '-' outside a class).
   const ajv = new Ajv2020({ strict: false, allErrors: true, unicodeRegExp: false });
-  addFormats(ajv);
+  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
   const root = path.resolve('test/fixtures/stix2.1/schemas');
   const walk = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(path.join(dir, d.name)) : d.name.endsWith('.json') ? [path.join(dir, d.name)] : []));
