@@ -40,6 +40,7 @@ import { RECEIPT_BODY_LIMIT, SmsReceipts } from './relay/receipts.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { BULK_REPORT_MAX_BYTES } from './reputation/service.js';
 import { delistingHandlers } from './delisting/handlers.js';
+import { webhookHandlers } from './webhooks/handlers.js';
 import { abuseipdbHandlers } from './abuseipdb/handlers.js';
 import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
 import { buildWeb } from './web/index.js';
@@ -153,6 +154,7 @@ export function buildApp(deps: AppDeps): Express {
     ),
     ...stripeHandlers(new StripeEvents(web.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
     ...delistingHandlers(services.delisting),
+    ...webhookHandlers(services.webhooks),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };

@@ -32,6 +32,8 @@ import { Whitelist } from './reputation/whitelist.repository.js';
 import { Rulesets } from './rules/rulesets.js';
 import { StatsRepository } from './stats/repository.js';
 import { StatsService } from './stats/service.js';
+import { WebhookRepository } from './webhooks/repository.js';
+import { WebhookService } from './webhooks/service.js';
 
 /** What the object graph is built from: the process's database, clock, configuration and GeoIP. */
 export interface ServiceDeps {
@@ -99,6 +101,8 @@ export function buildServices(deps: ServiceDeps) {
     bouncers: new Bouncers(bouncerRepository, categories, clock),
     decisions: new DecisionService(snapshots, bouncerRepository, categories, clock),
     abuseipdb: new AbuseIpdbService(reputation, blacklist, clock),
+    // Disabled endpoints are mailed to their owners like the account mails.
+    webhooks: new WebhookService(new WebhookRepository(pool), clock, delistMailer, config.webhooks, logger),
   };
 }
 
