@@ -120,6 +120,7 @@ export function buildApp(deps: AppDeps): Express {
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   drain.onStop(() => services.delistMailer.settle());
   drain.onStop(() => reputation.close());
+  drain.onStop(() => services.webhooks.settle());
   const web = buildWeb({
     orm,
     pool,

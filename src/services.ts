@@ -69,10 +69,13 @@ export function buildServices(deps: ServiceDeps) {
   // Delisting requests and their decisions are mailed like the account mails (account/mailer.ts).
   const delistMailer = new AccountMailer(accountTransport(config.relay.mail, config.web.mailFrom), logger);
   const delisting = new DelistService(new DelistRepository(pool), clock, delistMailer, config.delisting, () => config.web.publicUrl);
+  // Disabled endpoints are mailed to their owners like the account mails; reports stored feed `report.received`.
+  const webhooks = new WebhookService(new WebhookRepository(pool), clock, delistMailer, config.webhooks, logger);
   const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, {
     batching: config.reportBatching,
     quota: meter,
     delistings: delisting,
+    listener: webhooks,
   });
   const relayMessages = new RelayRepository(pool);
   const smsTemplates = new SmsTemplates(new SmsTemplateRepository(em), clock);
@@ -101,8 +104,7 @@ export function buildServices(deps: ServiceDeps) {
     bouncers: new Bouncers(bouncerRepository, categories, clock),
     decisions: new DecisionService(snapshots, bouncerRepository, categories, clock),
     abuseipdb: new AbuseIpdbService(reputation, blacklist, clock),
-    // Disabled endpoints are mailed to their owners like the account mails.
-    webhooks: new WebhookService(new WebhookRepository(pool), clock, delistMailer, config.webhooks, logger),
+    webhooks,
   };
 }
 

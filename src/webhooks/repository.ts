@@ -199,6 +199,21 @@ export class WebhookRepository {
     return rows;
   }
 
+  /**
+   * Stores one delivery of `payload` for each enabled endpoint of the account subscribed to
+   * `event`, each with its own id (`msg_` and a UUID without dashes, made by PostgreSQL), due
+   * now. One statement, cheap when the account has none (the account index).
+   */
+  async enqueueForAccount(accountId: number, event: string, payload: unknown, at: Date): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `insert into webhook_deliveries (id, endpoint_id, event_type, payload, next_attempt_at, created_at)
+       select 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, $2, $3, $4, $4 from webhook_endpoints e
+        where e.account_id = $1 and e.disabled_at is null and $2 = any(e.events)`,
+      [accountId, event, JSON.stringify(payload), at],
+    );
+    return rowCount ?? 0;
+  }
+
   /** Whether snapshot `id` is still kept (its entries can be compared). */
   async snapshotKept(db: Queryable, id: number): Promise<boolean> {
     const { rows } = await db.query('select 1 from blacklist_snapshots where id = $1', [id]);

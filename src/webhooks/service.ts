@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import type { WebhookSettings } from '../config.js';
 import { DomainError, invalidField, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/service.js';
+import type { ReportListener } from '../reputation/service.js';
 import { WebhookRepository, type DueDelivery, type EndpointRow } from './repository.js';
 import {
   ADDRESS_EVENTS,
@@ -62,8 +63,9 @@ const view = (e: EndpointRow): WebhookView => ({
  * Outbound webhooks (issue 28, item 2): the subscriptions of Business and Enterprise accounts,
  * the events made after each blacklist regeneration, and their signed delivery with retries.
  */
-export class WebhookService {
+export class WebhookService implements ReportListener {
   private readonly ranges: Network[];
+  private readonly pending = new Set<Promise<unknown>>();
 
   constructor(
     private readonly repo: WebhookRepository,
@@ -161,6 +163,32 @@ export class WebhookService {
       });
     }
     return made;
+  }
+
+  /**
+   * `report.received`: the reports an account stored, one delivery per subscribed endpoint of
+   * that account (parts of at most BATCH_MAX reports), made in the background after the
+   * reports' commit so that reporting never waits for it; the dispatcher sends them.
+   */
+  reportsStored(reports: { accountId: number; reportId: number; ip: string; categories: number[] }[]): void {
+    const byAccount = new Map<number, { reportId: number; ip: string; categories: number[] }[]>();
+    for (const { accountId, ...report } of reports) byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), report]);
+    const at = this.clock.now();
+    for (const [accountId, list] of byAccount) {
+      for (let i = 0; i < list.length; i += BATCH_MAX) {
+        const payload = { type: 'report.received', timestamp: at.toISOString(), data: { reports: list.slice(i, i + BATCH_MAX) } };
+        const making = this.repo
+          .enqueueForAccount(accountId, 'report.received', payload, at)
+          .catch((err: unknown) => this.logger.error({ err: (err as Error).message, accountId }, 'report.received events could not be stored'))
+          .finally(() => this.pending.delete(making));
+        this.pending.add(making);
+      }
+    }
+  }
+
+  /** Waits for the events being stored in the background (shutdown, tests). */
+  async settle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
   /** Deliveries older than 7 days, deleted by the hourly purge. */

@@ -197,6 +197,26 @@ describe('deliveries', () => {
     }
   });
 
+  it('sends report.received to the reporting account\'s endpoints only, signed', async () => {
+    const receiver = await startReceiver([204]);
+    try {
+      const { key } = await s.createKey('enterprise');
+      const made = await create(key, { url: `${receiver.url}/reports`, events: ['report.received'] });
+      expect(made.status).toBe(201);
+      const reported = await call(s.origin, '/api/v2/report', { method: 'POST', key, json: { ip: '45.155.205.41', categories: [18], comment: 'ssh' } });
+      expect(reported.status).toBe(200);
+      // Another account's report is not sent to it.
+      await reportFromAccounts(s, ['45.155.205.42'], { reporters: 1 });
+      await eventually(async () => (await webhooks.tick()) > 0 && receiver.received.length > 0);
+      await webhooks.tick();
+      expect(receiver.received).toHaveLength(1);
+      const event = new Webhook(made.body.data.secret).verify(receiver.received[0]!.body, headersOf(receiver.received[0]!.headers)) as any;
+      expect(event).toMatchObject({ type: 'report.received', data: { reports: [{ ip: '45.155.205.41', categories: [18], reportId: reported.body.data.reportId }] } });
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('disables an endpoint failing for 24 hours and mails its owner; a delivered test enables it again', async () => {
     const receiver = await startReceiver([503]);
     try {
