@@ -119,8 +119,8 @@ export function buildApp(deps: AppDeps): Express {
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   drain.onStop(() => services.delistMailer.settle());
-  drain.onStop(() => reputation.close());
-  drain.onStop(() => services.webhooks.settle());
+  // The reports gathered are written first; the webhook events they make are stored after them.
+  drain.onStop(() => reputation.close().then(() => services.webhooks.settle()));
   const web = buildWeb({
     orm,
     pool,
