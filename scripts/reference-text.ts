@@ -31,6 +31,7 @@ const FEATURE_NAMES: Record<Feature, string> = {
   bulk_report: 'bulk report',
   audit_trail: 'audit trail',
   white_label: 'white-label relay',
+  webhooks: 'webhooks',
 };
 
 const number = (n: number) => n.toLocaleString('en-US');

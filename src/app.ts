@@ -40,6 +40,7 @@ import { RECEIPT_BODY_LIMIT, SmsReceipts } from './relay/receipts.js';
 import type { RelayRuntime } from './relay/runtime.js';
 import { BULK_REPORT_MAX_BYTES } from './reputation/service.js';
 import { delistingHandlers } from './delisting/handlers.js';
+import { webhookHandlers } from './webhooks/handlers.js';
 import { abuseipdbHandlers } from './abuseipdb/handlers.js';
 import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
 import { buildWeb } from './web/index.js';
@@ -118,7 +119,8 @@ export function buildApp(deps: AppDeps): Express {
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
   drain.onStop(() => services.mailer.settle());
-  drain.onStop(() => reputation.close());
+  // The reports gathered are written first; the webhook events they make are stored after them.
+  drain.onStop(() => reputation.close().then(() => services.webhooks.settle()));
   const pages = buildWeb({ orm, clock, logger, web: config.web, services, delistReviewers: config.delisting.operatorEmails });
   const handlers: Handlers = {
     ...categoryHandlers(services.categories),
@@ -137,6 +139,7 @@ export function buildApp(deps: AppDeps): Express {
     ),
     ...stripeHandlers(new StripeEvents(services.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
     ...delistingHandlers(services.delisting),
+    ...webhookHandlers(services.webhooks),
   };
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };

@@ -197,6 +197,8 @@ const schema = z.object({
   DELIST_MAILS_PER_RECIPIENT_DAILY: z.coerce.number().int().min(1).max(100).default(3),
   DELIST_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   DELIST_OPERATOR_EMAILS: z.string().max(2_000).optional(),
+  // Outbound webhooks (src/webhooks, docs/webhooks.md): CIDRs a webhook URL may resolve into though not public.
+  WEBHOOK_ALLOW_RANGES: z.string().max(2_000).optional(),
 });
 
 /** `STRIPE_PRICE_SVC_MAIL_BUNDLE_1000=price_…`: the Stripe price of each bundle that is for sale. */
@@ -209,6 +211,16 @@ export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
 export const CONFIG_VARIABLE_PATTERNS: readonly { pattern: RegExp; documentedAs: string }[] = [
   { pattern: STRIPE_PRICE, documentedAs: 'STRIPE_PRICE_<BUNDLE_ID>' },
 ];
+
+/** Outbound webhooks (src/webhooks). */
+export interface WebhookSettings {
+  /**
+   * WEBHOOK_ALLOW_RANGES: networks (CIDR) a webhook's host may resolve into although they are
+   * not public (an operator's own receivers; the tests' local receiver). A host inside them may
+   * also be reached over plain http.
+   */
+  allowRanges: string[];
+}
 
 /** Delisting requests (src/delisting): their bounds, the default approval, who reviews on the dashboard. */
 export interface DelistingSettings {
@@ -290,6 +302,7 @@ export type Config = {
   keyCacheMs: number;
   /** Delisting requests: bounds, default approval, the dashboard's reviewers. */
   delisting: DelistingSettings;
+  webhooks: WebhookSettings;
   /** POST /report's group commit: reports gathered this long (0: each on its own), at most `max` per transaction. */
   reportBatching: ReportBatching;
   /** Check every response against the OpenAPI document (on by default outside production). */
@@ -419,6 +432,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       defaultDays: e.DELIST_DAYS,
       operatorEmails: (e.DELIST_OPERATOR_EMAILS ?? '').split(',').map((m) => m.trim().toLowerCase()).filter(Boolean),
     },
+    webhooks: { allowRanges: (e.WEBHOOK_ALLOW_RANGES ?? '').split(',').map((r) => r.trim()).filter(Boolean) },
     reportBatching: { ms: e.REPORT_BATCH_MS, max: e.REPORT_BATCH_MAX },
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,

@@ -27,6 +27,7 @@ export const FEATURES = [
   'feedback',
   'audit_trail',
   'white_label',
+  'webhooks',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -66,7 +67,7 @@ const base: Feature[] = ['check', 'report', 'verify'];
 const contributor: Feature[] = [...base, 'blacklist', 'feedback'];
 const professional: Feature[] = [...contributor, 'bulk_check', 'trends', 'reports_detail', 'relay'];
 
-const business: Feature[] = [...professional, 'audit_trail', 'white_label'];
+const business: Feature[] = [...professional, 'audit_trail', 'white_label', 'webhooks'];
 
 export const ROLE_POLICIES: Record<Role, RolePolicy> = {
   free: { features: new Set(base), checksPerDay: 1_000, reportsPerDay: 50, sitesPerDay: 1, relay: null, licensed: false },

@@ -40,6 +40,8 @@ import { Whitelist } from './reputation/whitelist.repository.js';
 import { Rulesets } from './rules/rulesets.js';
 import { StatsRepository } from './stats/repository.js';
 import { StatsService } from './stats/service.js';
+import { WebhookRepository } from './webhooks/repository.js';
+import { WebhookService } from './webhooks/service.js';
 
 /** What the object graph is built from: the process's database, clock, configuration and GeoIP. */
 export interface ServiceDeps {
@@ -85,11 +87,14 @@ export function buildServices(deps: ServiceDeps) {
   const throttle = new AuthThrottle(pool, clock, AUTH_LIMITS, config.publicLimits.v6AggregatePrefix);
   const gate = new HashGate(web.hashConcurrency, web.hashQueue);
   const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web), { gate, throttle });
+  // Disabled endpoints are mailed to their owners like the account mails; reports stored feed `report.received`.
+  const webhooks = new WebhookService(new WebhookRepository(pool), clock, mailer, config.webhooks, logger);
   const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, {
     batching: config.reportBatching,
     quota: meter,
     delistings: delisting,
     listed: snapshots,
+    listener: webhooks,
   });
   const relayMessages = new RelayRepository(pool);
   const smsTemplates = new SmsTemplates(new SmsTemplateRepository(em), clock);
@@ -126,6 +131,7 @@ export function buildServices(deps: ServiceDeps) {
     bouncers: new Bouncers(bouncerRepository, categories, clock),
     decisions: new DecisionService(snapshots, bouncerRepository, categories, clock),
     abuseipdb: new AbuseIpdbService(reputation, blacklist, clock),
+    webhooks,
   };
 }
 

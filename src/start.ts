@@ -15,6 +15,7 @@ import { Metrics } from './http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from './http/server.js';
 import { BlacklistJob } from './jobs/blacklist-job.js';
 import { Scheduler } from './jobs/scheduler.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { API_BASE, loadApiArtifacts, projectRoot } from './openapi.js';
 import { ApiReference, redoclyCli, referenceFileOf } from './reference.js';
 import { logProgress } from './progress.js';
@@ -124,6 +125,9 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     await blacklistJob.start(scheduler);
     await new PurgeJob(database.pool, clock, purgeSettingsOf(config), logger).start(scheduler);
   }
+  // Outbound webhooks: their events and deliveries, with the scheduled jobs.
+  const webhookDispatcher = scheduler ? new WebhookDispatcher(services.webhooks, logger) : undefined;
+  webhookDispatcher?.start();
 
   const server = createHttpServer(app, options.timeouts);
   await new Promise<void>((resolve, reject) => {
@@ -161,6 +165,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
       logger.info('stopping: reports gathered for a group commit written');
       await scheduler?.stop();
       await blacklistJob.stop();
+      await webhookDispatcher?.stop();
       await relay.stop();
       logger.info('stopping: scheduled jobs and relay worker stopped');
       await database.close();

@@ -14,6 +14,8 @@ import { Sessions } from './sessions.repository.js';
 import { AuthThrottle } from './throttle.repository.js';
 import type { Scheduler } from '../jobs/scheduler.js';
 import { purgeExpiredWhitelist } from '../reputation/whitelist.repository.js';
+import { WebhookRepository } from '../webhooks/repository.js';
+import { DELIVERY_RETENTION_MS } from '../webhooks/rules.js';
 import { DelistRepository } from '../delisting/repository.js';
 import { CONFIRM_WINDOW_MS, DELIST_RETENTION_MS } from '../delisting/rules.js';
 
@@ -41,6 +43,8 @@ export interface Purged {
   whitelistExpired: number;
   /** Delisting requests: unconfirmed ones past their 24 hours marked expired, and those decided or expired a year ago deleted. */
   delistRequests: { expired: number; deleted: number };
+  /** Webhook deliveries older than 7 days (webhooks/rules.ts DELIVERY_RETENTION_MS). */
+  webhookDeliveries: number;
 }
 
 /**
@@ -96,6 +100,7 @@ export async function purgeAccounts(pool: Pool, clock: Clock, config: PurgeSetti
         hourlyRollups: hourly.activity + hourly.connections,
         whitelistExpired: await purgeExpiredWhitelist(client, clock.now()),
         delistRequests: await new DelistRepository(pool).purge(client, before(clock.now(), CONFIRM_WINDOW_MS), before(clock.now(), DELIST_RETENTION_MS)),
+        webhookDeliveries: await new WebhookRepository(pool).purge(client, before(clock.now(), DELIVERY_RETENTION_MS)),
       };
     },
     { long: true },

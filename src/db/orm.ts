@@ -6,6 +6,7 @@ import { AccountEntity, ApiKeyEntity, ThreatCategoryEntity } from './entities.js
 import { accountsEntities } from './entities/accounts.js';
 import { blacklistEntities } from './entities/blacklist.js';
 import { delistingEntities } from './entities/delisting.js';
+import { webhooksEntities } from './entities/webhooks.js';
 import { keysEntities } from './entities/keys.js';
 import { notificationsEntities } from './entities/notifications.js';
 import { relayEntities } from './entities/relay.js';
@@ -35,6 +36,7 @@ const entities = [
   ...accountsEntities,
   ...notificationsEntities,
   ...delistingEntities,
+  ...webhooksEntities,
 ];
 
 /**

@@ -135,6 +135,11 @@ export interface DelistingDecisions {
   decisionFor(ip: string): Promise<{ status: 'approved' | 'rejected'; range: string; decidedAt: string; whitelistUntil: string | null } | undefined>;
 }
 
+/** Told of every report stored, after its commit (webhooks/service.ts: the `report.received` events). */
+export interface ReportListener {
+  reportsStored(reports: { accountId: number; reportId: number; ip: string; categories: number[] }[]): void;
+}
+
 export class ReputationService {
   private readonly batcher: ReportBatcher;
 
@@ -147,11 +152,12 @@ export class ReputationService {
     private readonly categories: CategoryService,
     private readonly geo: GeoIp,
     private readonly clock: Clock,
-    reports: { batching: ReportBatching; quota?: Quota; delistings?: DelistingDecisions; listed?: BlacklistSnapshots } = { batching: { ms: 0, max: 1 } },
+    reports: { batching: ReportBatching; quota?: Quota; delistings?: DelistingDecisions; listed?: BlacklistSnapshots; listener?: ReportListener } = { batching: { ms: 0, max: 1 } },
   ) {
     this.quota = reports.quota;
     this.snapshots = reports.listed;
     this.delistings = reports.delistings;
+    this.listener = reports.listener;
     this.batcher = new ReportBatcher((batch, afterWrite) => this.store(batch, afterWrite), this.quota, reports.batching);
   }
 
@@ -159,6 +165,7 @@ export class ReputationService {
   /** The blacklist's snapshots, for which addresses of a network are listed. */
   private readonly snapshots: BlacklistSnapshots | undefined;
   private readonly delistings: DelistingDecisions | undefined;
+  private readonly listener: ReportListener | undefined;
 
   /** The quota, for a use case a payer pays for. */
   private paying(payer: Payer, units: number) {
@@ -494,9 +501,11 @@ export class ReputationService {
   }
 
   /** Stores reports in one transaction, running `afterWrite` (the charge) last in it. */
-  private store(reports: BatchedReport[], afterWrite: (client: Queryable) => Promise<void>) {
+  private async store(reports: BatchedReport[], afterWrite: (client: Queryable) => Promise<void>) {
     const now = this.clock.now();
-    return this.repository.store(reports, now, decayContribution(now), (a) => this.score(a).abuseConfidencePercentage, afterWrite);
+    const stored = await this.repository.store(reports, now, decayContribution(now), (a) => this.score(a).abuseConfidencePercentage, afterWrite);
+    this.listener?.reportsStored(stored.map((s, i) => ({ accountId: reports[i]!.reporter.accountId, reportId: Number(s.reportId), ip: s.ip, categories: s.categories })));
+    return stored;
   }
 
   /** Writes the reports gathered (POST /report's group commit) on the server's stop. */

@@ -244,7 +244,17 @@ hooks.beforeEach((transaction) => {
       if (id !== 'createDelistRequest') return skip(transaction, 'no 202 to stage');
       setBody(transaction, { ip: '45.155.205.25', email: 'postmaster@example.com', reason: 'Contract test.' });
       break;
+    case '201':
+      // A subscription to a public address literal (the example's host is not resolved in the run).
+      if (id !== 'createWebhook') return skip(transaction, 'no 201 to stage');
+      setKey(transaction, keys[ROLE_FOR[id]]);
+      setBody(transaction, { url: 'https://8.8.8.8/contract-hook', events: ['address.listed'] });
+      break;
+    case '204':
+      return skip(transaction, 'no subscription with the example id to delete (test/integration/webhooks.test.ts deletes)');
     case '200': {
+      // A test event needs a subscription and a receiver that answers: test/integration/webhooks.test.ts.
+      if (id === 'testWebhook') return skip(transaction, 'no subscription with the example id to test');
       // An operation that answers 202 has no 200: this is its `default` (server error) response, which Dredd runs as a 200.
       if (!operation.responses['200']) return skip(transaction, 'the default response of an operation without a 200');
       if (needsKey) setKey(transaction, keys[ROLE_FOR[id]]);
@@ -284,6 +294,7 @@ hooks.beforeEach((transaction) => {
       else if (id === 'getRuleset') setPath(transaction, 'scan_paths', 'tor_exits'); // not published
       else if (id === 'getDelistRequest') break; // the example's id names no request
       else if (id === 'getMispEvent') break; // the example's uuid names no event of this server
+      else if (id === 'deleteWebhook' || id === 'testWebhook') break; // nor does the webhooks' example id
       else return skip(transaction, 'no 404 to stage');
       break;
     case '413':

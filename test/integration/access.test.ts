@@ -35,6 +35,8 @@ const CONTRIBUTOR_UP = from('contributor', 'professional', 'business', 'enterpri
 const PROFESSIONAL_UP = from('professional', 'business', 'enterprise', 'honeypot');
 const RELAY = from('professional', 'business', 'enterprise');
 const FEEDBACK = from('contributor', 'professional', 'business', 'enterprise');
+const WEBHOOKS = from('business', 'enterprise');
+const NO_WEBHOOK = '/webhooks/00000000-0000-4000-8000-000000000000';
 
 /** Each operation with a valid request and who may call it. */
 const OPERATIONS: { op: string; method: string; path: string; json?: unknown; allowed: Who[]; answers?: number[] }[] = [
@@ -93,6 +95,11 @@ const OPERATIONS: { op: string; method: string; path: string; json?: unknown; al
   },
   // Saved above for each role, so it is there to read back.
   { op: 'getNotificationConfig', method: 'GET', path: '/notification-config?site_url=https://shop.example.com', allowed: KEYED },
+  // Webhooks: a public address literal (no DNS in the test), and an id that does not exist.
+  { op: 'createWebhook', method: 'POST', path: '/webhooks', json: { url: 'https://8.8.8.8/hook', events: ['address.listed'] }, allowed: WEBHOOKS, answers: [201] },
+  { op: 'listWebhooks', method: 'GET', path: '/webhooks', allowed: WEBHOOKS },
+  { op: 'deleteWebhook', method: 'DELETE', path: NO_WEBHOOK, allowed: WEBHOOKS, answers: [404] },
+  { op: 'testWebhook', method: 'POST', path: `${NO_WEBHOOK}/test`, allowed: WEBHOOKS, answers: [404] },
 ];
 
 describe('feature access by role', () => {

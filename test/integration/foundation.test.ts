@@ -208,7 +208,7 @@ describe('operational endpoints', () => {
     const json = await raw('/api/v2/openapi.json');
     expect(json.status).toBe(200);
     expect(json.body.openapi).toBe('3.1.0');
-    expect(Object.keys(json.body.paths)).toHaveLength(33);
+    expect(Object.keys(json.body.paths)).toHaveLength(36);
     const yaml = await fetch(s.origin + '/api/v2/openapi.yaml');
     expect(yaml.headers.get('content-type')).toMatch(/^application\/yaml/);
     expect(await yaml.text()).toMatch(/^openapi: 3\.1\.0$/m);

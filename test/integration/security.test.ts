@@ -221,7 +221,7 @@ describe('API9 improper inventory management', () => {
       expect([404, 405]).toContain(res.status);
     }
     const doc = (await api('/openapi.json')).body;
-    expect(Object.keys(doc.paths)).toHaveLength(33);
+    expect(Object.keys(doc.paths)).toHaveLength(36);
   });
 });
 

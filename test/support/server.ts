@@ -43,7 +43,7 @@ export interface TestServer {
 
 export interface TestServerOptions {
   timeouts?: typeof SERVER_TIMEOUTS;
-  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'metricsLoopback' | 'rules' | 'blacklistCacheBytes' | 'reportBatching' | 'delisting'>> & {
+  config?: Partial<Pick<Config, 'trustProxy' | 'payments' | 'keyCacheMs' | 'publicLimits' | 'faultBudget' | 'metricsToken' | 'metricsLoopback' | 'rules' | 'blacklistCacheBytes' | 'reportBatching' | 'delisting' | 'webhooks'>> & {
     relay?: Partial<RelayConfig>;
     /** The pages' settings; `publicUrl` defaults to the test server's own origin. */
     web?: Partial<WebConfig>;
@@ -94,6 +94,7 @@ async function startOn(db: TestDatabase, options: TestServerOptions, owner: bool
     blacklistCacheBytes: options.config?.blacklistCacheBytes ?? defaults.blacklistCacheBytes,
     reportBatching: options.config?.reportBatching ?? defaults.reportBatching,
     delisting: options.config?.delisting ?? defaults.delisting,
+    webhooks: options.config?.webhooks ?? defaults.webhooks,
     web: webConfig,
     stripe: options.config?.stripe,
   };

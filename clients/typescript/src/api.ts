@@ -1130,6 +1130,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's webhooks
+         * @description The webhook subscriptions of the key's account (at most 10), without their
+         *     secrets.
+         *
+         *     - **Access:** keys of the roles `business` and `enterprise`; Free, Contributor, Professional and Honeypot keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Subscribe a webhook
+         * @description Subscribes an HTTPS endpoint to events, instead of polling: after each
+         *     blacklist regeneration one POST per endpoint carries the addresses that were
+         *     listed, delisted or whose score changed (filtered by `confidence` and
+         *     `categories`, batches of at most 1000 addresses); `report.received` is sent
+         *     when a report of the account is stored.
+         *
+         *     Deliveries follow Standard Webhooks: headers `webhook-id` (`msg_…`, the same
+         *     on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature`
+         *     (`v1,<base64 HMAC-SHA256>`). The answer shows the signing `secret` this once.
+         *     A failed delivery (no 2xx within 10 s; a redirect is a failure) is retried
+         *     after 5 s, 5 min, 30 min, 2 h, 5 h and 10 h; after 24 hours of failures the
+         *     endpoint is disabled and the account is mailed.
+         *
+         *     The URL's host is resolved now and at each delivery; addresses that are not
+         *     public are refused, and the connection goes to the checked address. An
+         *     account holds at most 10 webhooks (422 `webhook_limit_reached`).
+         *
+         *     - **Access:** keys of the roles `business` and `enterprise`; Free, Contributor, Professional and Honeypot keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Deletes a subscription of the key's account and its pending deliveries.
+         *
+         *     - **Access:** keys of the roles `business` and `enterprise`; Free, Contributor, Professional and Honeypot keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Sends a `webhook.test` event to the endpoint now, signed like every delivery,
+         *     and answers with the outcome of that one attempt (a test is not retried). It
+         *     works on a disabled endpoint too, and a success there enables it again.
+         *
+         *     - **Access:** keys of the roles `business` and `enterprise`; Free, Contributor, Professional and Honeypot keys get 403.
+         *     - **Quota:** none. The rate-limit headers describe the check quota.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/rules/{key}": {
         parameters: {
             query?: never;
@@ -2549,6 +2643,99 @@ export interface components {
             meta: components["schemas"]["Meta"];
             data: components["schemas"]["DelistRequestStatus"];
         };
+        /**
+         * @description An event a subscription may ask for. `address.listed`, `address.delisted` and `address.score_changed` are sent in one batch per endpoint after each blacklist regeneration; `report.received` when a report of the subscribing account is stored.
+         * @enum {string}
+         */
+        WebhookEvent: "address.listed" | "address.delisted" | "address.score_changed" | "report.received";
+        /** @description A webhook subscription (its secret is shown only once, when it is made). */
+        Webhook: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEvent"][];
+            confidence: number;
+            categories: number[];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Set when deliveries failed for 24 hours; nothing is sent to a disabled endpoint.
+             */
+            disabledAt: string | null;
+            /**
+             * Format: date-time
+             * @description The first failed delivery since the last success, if deliveries are failing.
+             */
+            failingSince: string | null;
+        };
+        /** @description Envelope of the account's subscriptions. */
+        WebhookListEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["Webhook"][];
+        };
+        /** @description A subscription to the service's events, delivered by HTTPS POST to `url`. */
+        WebhookInput: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: an `https://` URL whose host resolves only to public addresses (private, loopback, link-local, CGNAT, metadata, multicast and reserved addresses are refused with 400 on `url`). `http://` is accepted only for hosts in the operator's WEBHOOK_ALLOW_RANGES.
+             */
+            url: string;
+            events: components["schemas"]["WebhookEvent"][];
+            /**
+             * @description Address events are sent for addresses scoring at least this (as `confidence` of `GET /blacklist`).
+             * @default 75
+             */
+            confidence: number;
+            /** @description When given, address events only for addresses reported in one of these categories. */
+            categories?: number[];
+        };
+        /** @description The subscription made, with its signing secret (shown this once only). */
+        WebhookCreated: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEvent"][];
+            confidence: number;
+            categories: number[];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Set when deliveries failed for 24 hours; nothing is sent to a disabled endpoint.
+             */
+            disabledAt: string | null;
+            /**
+             * Format: date-time
+             * @description The first failed delivery since the last success, if deliveries are failing.
+             */
+            failingSince: string | null;
+            /** @description The signing secret (Standard Webhooks): `whsec_` and the base64 of 24 random bytes. Each delivery carries `webhook-signature: v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` keyed with the decoded bytes. */
+            secret: string;
+        };
+        /** @description Envelope of a new subscription. */
+        WebhookCreatedEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["WebhookCreated"];
+        };
+        /** @description The outcome of one delivery attempt. */
+        WebhookDelivery: {
+            /** @description The delivery's `webhook-id` (the same on every retry). */
+            id: string;
+            type: string;
+            /** @description Whether the endpoint answered 2xx. */
+            delivered: boolean;
+            attempts: number;
+            /** @description The endpoint's HTTP status; null when no answer came. */
+            status: number | null;
+            /** @description Why the attempt failed (refused address, timeout, redirect, status). */
+            error: string | null;
+        };
+        /** @description Envelope of a delivery result. */
+        WebhookDeliveryEnvelope: {
+            meta: components["schemas"]["Meta"];
+            data: components["schemas"]["WebhookDelivery"];
+        };
         /** @description A rule set signed by the operator. `payload` is a JSON text `{"key": "<rule set>", "version": <integer>, "rules": [...]}`; `signature` is the Ed25519 signature of exactly the UTF-8 bytes of `payload`, in standard base64. A client verifies the signature against the operator's public key before it parses the payload. At most 512 KiB of payload. */
         SignedRuleset: {
             /** @description The rule set as JSON text, exactly the bytes that were signed. */
@@ -3030,6 +3217,24 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description Well formed but refused: `webhook_limit_reached`, the account holds 10 subscriptions already. Nothing is stored. */
+        WebhookUnprocessableEntity: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description No subscription of the key's account has this id. */
+        WebhookNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /**
@@ -3118,6 +3323,11 @@ export interface components {
          * @example 203.0.113.7
          */
         IpPath: string;
+        /**
+         * @description The subscription's id, from `POST /webhooks` or `GET /webhooks`.
+         * @example 5f0c6a2e-3b8d-4c1f-9e2a-7d4b1c0e9f11
+         */
+        WebhookId: string;
     };
     requestBodies: never;
     headers: {
@@ -4641,6 +4851,125 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["DelistNotFound"];
             429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscriptions, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookInput"];
+            };
+        };
+        responses: {
+            /** @description The subscription was made; its secret is shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreatedEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequestBody"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["WebhookUnprocessableEntity"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id, from `POST /webhooks` or `GET /webhooks`.
+                 * @example 5f0c6a2e-3b8d-4c1f-9e2a-7d4b1c0e9f11
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            429: components["responses"]["FaultBudgetExceeded"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id, from `POST /webhooks` or `GET /webhooks`.
+                 * @example 5f0c6a2e-3b8d-4c1f-9e2a-7d4b1c0e9f11
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt was made; `delivered` says whether the endpoint took it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            429: components["responses"]["FaultBudgetExceeded"];
             default: components["responses"]["ServerError"];
         };
     };

@@ -23,6 +23,7 @@ import { Migration20261128010100RelayPayloadRetention } from './Migration2026112
 import { Migration20261129000000RelayMessageRetention } from './Migration20261129000000RelayMessageRetention.js';
 import { Migration20261129010000ReportPartitions } from './Migration20261129010000ReportPartitions.js';
 import { Migration20261130010000Delisting } from './Migration20261130010000Delisting.js';
+import { Migration20261201000000Webhooks } from './Migration20261201000000Webhooks.js';
 import { Migration20261130060000IncrementalBlacklist } from './Migration20261130060000IncrementalBlacklist.js';
 import { Migration20261201010000IpStatsAsn } from './Migration20261201010000IpStatsAsn.js';
 import { Migration20261201020000BlacklistClosures } from './Migration20261201020000BlacklistClosures.js';
@@ -56,6 +57,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261130010000Delisting', class: Migration20261130010000Delisting },
   { name: 'Migration20261130040000ReportEvidence', class: Migration20261130040000ReportEvidence },
   { name: 'Migration20261130060000IncrementalBlacklist', class: Migration20261130060000IncrementalBlacklist },
+  { name: 'Migration20261201000000Webhooks', class: Migration20261201000000Webhooks },
   { name: 'Migration20261201010000IpStatsAsn', class: Migration20261201010000IpStatsAsn },
   { name: 'Migration20261201020000BlacklistClosures', class: Migration20261201020000BlacklistClosures },
 ];
