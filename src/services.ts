@@ -78,7 +78,11 @@ export function buildServices(deps: ServiceDeps) {
   // The mail of the accounts (sign-up, sign-in links, resets) and of delisting requests and
   // their decisions: one transport (account/mailer.ts), settled on stop.
   const mailer = new AccountMailer(accountTransport(config.relay.mail, config.web.mailFrom), logger);
-  const delisting = new DelistService(new DelistRepository(pool), clock, mailer, config.delisting, publicUrl);
+  const reputationRepository = new ReputationRepository(pool, replicas);
+  // A request under review shows the evidence of the reports about its address.
+  const delisting = new DelistService(new DelistRepository(pool), clock, mailer, config.delisting, publicUrl, (ip, limit) =>
+    reputationRepository.evidence(ip, undefined, limit, 0),
+  );
   // The accounts: sessions, the sign-in throttle, the audit trail, the process's one bound on
   // password hashing (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE).
   const web = config.web;
@@ -89,7 +93,7 @@ export function buildServices(deps: ServiceDeps) {
   const accounts = new AccountService(pool, clock, mailer, sessions, accountSettings(web), { gate, throttle });
   // Disabled endpoints are mailed to their owners like the account mails; reports stored feed `report.received`.
   const webhooks = new WebhookService(new WebhookRepository(pool), clock, mailer, config.webhooks, logger);
-  const reputation = new ReputationService(new ReputationRepository(pool, replicas), categories, geo, clock, {
+  const reputation = new ReputationService(reputationRepository, categories, geo, clock, {
     batching: config.reportBatching,
     quota: meter,
     delistings: delisting,

@@ -13,6 +13,12 @@ function days(value: string): number {
   return n;
 }
 
+function evidenceCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 20) throw new InvalidArgumentError('must be an integer from 1 to 20');
+  return n;
+}
+
 /**
  * The service as the operator's commands use it (services.ts): the decision mails go through the
  * server's mail settings (RELAY_SMTP_URL or the outbox, ACCOUNT_MAIL_FROM), and the command waits
@@ -31,9 +37,18 @@ async function withService<T>(withServices: WithServices, work: (service: Delist
 
 function line(r: DelistReview): string {
   const decided = r.decidedAt ? `  decided ${r.decidedAt} by ${r.decidedBy}${r.note ? `: ${r.note}` : ''}` : '';
+  const evidence = r.evidence
+    ? [
+        `    evidence: ${r.evidence.total} report(s) with evidence${r.evidence.reports.length < r.evidence.total ? `, the newest ${r.evidence.reports.length} shown` : ''}`,
+        ...r.evidence.reports.map((e) =>
+          [`      report ${e.id} by account ${e.accountId} at ${e.reportedAt.toISOString()}`, ...e.evidence.split('\n').map((l) => `        ${l}`)].join('\n'),
+        ),
+      ]
+    : [];
   return [
     `${r.id}  ${r.ip}  ${r.status}  ${r.proven ? 'proven' : 'not proven'}  ${r.createdAt}  ${r.email}${decided}`,
     `    ${r.reason.replace(/\n/g, '\n    ')}`,
+    ...evidence,
   ].join('\n');
 }
 
@@ -45,9 +60,10 @@ export function delistCommands(program: Command, withServices: WithServices, pri
     .command('list')
     .description('list requests, proven first, then oldest first (all but expired ones by default)')
     .addOption(new Option('--status <status>', 'only requests in this status').choices(DELIST_STATUSES))
+    .option('--evidence <n>', 'with each request to decide, the private evidence of the newest N reports about its address', evidenceCount)
     .option('--json', 'print a JSON array')
-    .action(async (opts: { status?: string; json?: boolean }) => {
-      const listed = await withService(withServices, (service) => service.list(opts.status));
+    .action(async (opts: { status?: string; evidence?: number; json?: boolean }) => {
+      const listed = await withService(withServices, (service) => service.list(opts.status, 500, { evidence: opts.evidence }));
       print(listed, !!opts.json, () => listed.map(line).join('\n') || 'no delisting requests');
     });
 

@@ -7,6 +7,7 @@ import type { DelistingSettings } from '../config.js';
 import { DELIST_STATUSES, type DelistStatus } from '../db/entities/delisting.js';
 import { DomainError, invalidField, sentence, unprocessable } from '../errors.js';
 import type { DelistRepository, DelistRow } from './repository.js';
+import type { EvidenceRecord } from '../reputation/repository.js';
 import {
   CONFIRM_WINDOW_MS,
   DELIST_DAYS_MAX,
@@ -44,7 +45,15 @@ export interface DelistReview extends DelistView {
   reason: string;
   note: string;
   decidedBy: string | null;
+  /**
+   * The private evidence of the newest reports about the address (every reporter's, redacted as
+   * stored), for the operator deciding: given when the review asks for it (`list`'s `evidence`).
+   */
+  evidence?: { total: number; reports: EvidenceRecord[] };
 }
+
+/** The reports' private evidence about an address, newest first, at most `limit` (reputation/repository.ts). */
+export type EvidenceReader = (ip: string, limit: number) => Promise<{ total: number; reports: EvidenceRecord[] }>;
 
 /** What the reporters of an address see of its latest decision on GET /reports/{ip}. */
 export interface DelistingDecision {
@@ -81,6 +90,8 @@ export class DelistService {
     private readonly settings: DelistingSettings,
     /** The origin of the links in mails (PUBLIC_URL), read when a mail is made. */
     private readonly publicUrl: () => string | undefined,
+    /** The reports' evidence, shown with a request under review. */
+    private readonly evidenceOf?: EvidenceReader,
   ) {}
 
   /** POST /delist-requests and the /delist page. */
@@ -136,12 +147,23 @@ export class DelistService {
   }
 
   /** `trs delist list` and the dashboard: by status (all but expired by default), proven first. */
-  async list(status?: string, limit = 500): Promise<DelistReview[]> {
+  /**
+   * The requests for review, proven first, then oldest. `evidence`: with each request still to
+   * decide (unconfirmed or open), the evidence of the newest reports about its address, at most
+   * that many.
+   */
+  async list(status?: string, limit = 500, options: { evidence?: number } = {}): Promise<DelistReview[]> {
     if (status !== undefined && !(DELIST_STATUSES as readonly string[]).includes(status)) {
       throw invalidField('status', `must be one of ${DELIST_STATUSES.join(', ')}`);
     }
     const statuses = status ? [status as DelistStatus] : DELIST_STATUSES.filter((s) => s !== 'expired');
-    return (await this.repository.list(statuses, limit)).map((row) => this.review(row));
+    const reviews = (await this.repository.list(statuses, limit)).map((row) => this.review(row));
+    const evidenceOf = this.evidenceOf;
+    if (!options.evidence || !evidenceOf) return reviews;
+    const wanted = options.evidence;
+    return Promise.all(
+      reviews.map(async (r) => (r.status === 'open' || r.status === 'unconfirmed' ? { ...r, evidence: await evidenceOf(r.ip, wanted) } : r)),
+    );
   }
 
   /** Approves an open request: whitelisted for `days` (DELIST_DAYS by default), the requester told. */

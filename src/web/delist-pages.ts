@@ -82,7 +82,8 @@ export function delistPages(deps: WebDeps & DelistPageDeps) {
       const status = typeof req.query.status === 'string' && req.query.status !== '' ? req.query.status : undefined;
       let requests;
       try {
-        requests = await deps.delisting.list(status, 200);
+        // With each request to decide, the evidence of the 3 newest reports about its address.
+        requests = await deps.delisting.list(status, 200, { evidence: 3 });
       } catch (err) {
         if (err instanceof DomainError && err.kind === 'invalid_input') throw new FormError(err.message);
         throw err;

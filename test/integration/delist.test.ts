@@ -98,8 +98,19 @@ describe('a delisting request, from the request to the address leaving the list'
     // Opening the link again changes nothing.
     expect((await show(id, tokenOf(link))).body.data.status).toBe('open');
 
+    // The review shows the evidence of the reports about the address (redacted as stored).
+    const witness = (await s.createKey('enterprise')).key;
+    const evidence = 'sshd[811]: Failed password for root from 45.155.205.7 port 4122 ssh2';
+    expect((await call(s.origin, '/api/v2/report', { key: witness, json: { ip: LISTED, categories: [18], evidence } })).status).toBe(200);
+    const withEvidence = JSON.parse((await trs('delist', 'list', '--evidence', '2', '--json')).out).find((r: { id: string }) => r.id === id);
+    expect(withEvidence.evidence.total).toBe(1);
+    expect(withEvidence.evidence.reports[0].evidence).toBe(evidence);
+    expect((await trs('delist', 'list', '--evidence', '2')).out).toContain('Failed password for root');
+    expect((await trs('delist', 'list', '--evidence', '0')).code).not.toBe(0);
+
     const list = await trs('delist', 'list', '--json');
     expect(list.code).toBe(0);
+    expect(JSON.parse(list.out).find((r: { id: string }) => r.id === id).evidence).toBeUndefined();
     expect(JSON.parse(list.out)).toContainEqual(expect.objectContaining({ id, ip: LISTED, status: 'open', proven: true, email, reason: 'Our mail server was compromised; it was rebuilt.' }));
 
     const before = mailsTo(email).length;
@@ -317,9 +328,14 @@ describe('the /delist pages', () => {
     expect((await someone.get('/account')).text).not.toContain('href="/account/delisting"');
     const operator = await signedUp(s, smtp, OPERATOR);
     expect((await operator.get('/account')).text).toContain('href="/account/delisting"');
+    const witness = (await s.createKey('enterprise')).key;
+    const evidence = 'GET /wp-login.php?log=admin 401 from 45.155.215.9';
+    expect((await call(s.origin, '/api/v2/report', { key: witness, json: { ip: '45.155.215.9', categories: [21], evidence } })).status).toBe(200);
     const review = await operator.get('/account/delisting?status=open');
     expect(review.status).toBe(200);
     expect(review.text).toContain('45.155.215.9');
+    expect(review.text).toContain('Evidence: 1 report(s)');
+    expect(review.text).toContain('GET /wp-login.php?log=admin 401 from 45.155.215.9');
     expect(review.text).toContain('From the page.\nTwo lines.');
     expect((await operator.post(`/account/delisting/${id}/approve`, { days: '3', note: '' }, { csrf: null })).status).toBe(403);
     const approved = await operator.post(`/account/delisting/${id}/approve`, { days: '3', note: 'ok' });
