@@ -1,3 +1,4 @@
+import type { WebhookService } from '../webhooks/service.js';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { AccountService } from '../account/accounts.js';
@@ -34,6 +35,8 @@ export interface WebDeps {
   categories: CategoryService;
   reputation: ReputationService;
   stripe: StripePayments | undefined;
+  /** The account's outbound webhooks, for their delivery log. */
+  webhooks: WebhookService;
   /** The shared CSRF key (account/secrets.ts sharedSecret), read once. */
   csrfKey: () => Promise<Buffer>;
 }

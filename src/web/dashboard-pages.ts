@@ -9,6 +9,7 @@ import { KEY_NAME_MAX, KeyError, KeyLimitError } from '../keys/service.js';
 import { CheckoutPending } from '../payments/stripe.js';
 import { BundleError } from '../relay/ledger.repository.js';
 import { field, pageContext, type WebDeps } from './context.js';
+import { hasFeature } from '../roles.js';
 
 const KEY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -55,6 +56,7 @@ export function dashboardPages(deps: WebDeps & Partial<Pick<DelistPageDeps, 'rev
         forSale: overview.bundleEligible ? (deps.stripe?.forSale() ?? []) : [],
         whiteLabel: hasAuditTrail(account.role),
         delistReviewer: !!deps.reviewers?.includes(account.email.toLowerCase()),
+        webhooks: hasFeature(account.role, 'webhooks'),
         keysMax: ACTIVE_KEYS_MAX,
         keyCacheNote: true,
         ...extra,
@@ -64,6 +66,17 @@ export function dashboardPages(deps: WebDeps & Partial<Pick<DelistPageDeps, 'rev
   }
 
   return {
+    /** The account's webhooks and their newest deliveries (Business and Enterprise). */
+    async webhookLog(_req: Request, res: Response) {
+      const account = res.locals.web!.account!;
+      if (!hasFeature(account.role, 'webhooks')) {
+        deps.pages.send(res, 'message', { ...ctx(res), title: 'Not available', text: 'Webhooks come with the Business and Enterprise roles.' }, 403);
+        return;
+      }
+      const log = await deps.webhooks.deliveryLog(account.id, 100);
+      deps.pages.send(res, 'webhooks', { ...ctx(res), title: 'Webhooks', ...log });
+    },
+
     async dashboard(req: Request, res: Response) {
       const purchase = req.query.purchase === 'done' ? 'done' : req.query.purchase === 'cancelled' ? 'cancelled' : undefined;
       await show(res, { purchase });

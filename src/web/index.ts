@@ -39,6 +39,7 @@ export function buildWeb(parts: WebParts): Router {
     categories: services.categories,
     reputation: services.reputation,
     stripe: services.stripe,
+    webhooks: services.webhooks,
     delisting: services.delisting,
     reviewers: parts.delistReviewers,
     csrfKey: () => {

@@ -50,6 +50,7 @@ export function webRouter(deps: WebDeps & DelistPageDeps): Router {
   router.post('/account/bundles/:bundleId/buy', form, page, csrf, requireAccount, dash.buy);
   router.get('/account/audit', page, requireAccount, dash.audit);
   router.get('/account/audit.csv', page, requireAccount, dash.auditCsv);
+  router.get('/account/webhooks', page, requireAccount, dash.webhookLog);
 
   router.get('/delist', page, delist.form);
   router.post('/delist', form, page, csrf, delist.submit);

@@ -38,6 +38,19 @@ const ENDPOINT = `e.id, e.account_id as "accountId", e.url, e.events, e.confiden
   e.created_at as "createdAt", e.disabled_at as "disabledAt", e.failing_since as "failingSince", e.last_snapshot_id::int as "lastSnapshotId"`;
 
 /** The webhooks' tables (`webhook_endpoints`, `webhook_deliveries`), on hand SQL. */
+/** One delivery as the dashboard's log shows it. */
+export interface DeliveryLogRow {
+  id: string;
+  url: string;
+  eventType: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  deliveredAt: Date | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+}
+
 export class WebhookRepository {
   constructor(private readonly pool: Pool) {}
 
@@ -64,6 +77,18 @@ export class WebhookRepository {
 
   async list(accountId: number): Promise<EndpointRow[]> {
     const { rows } = await this.pool.query<EndpointRow>(`select ${ENDPOINT} from webhook_endpoints e where e.account_id = $1 order by e.created_at, e.id`, [accountId]);
+    return rows;
+  }
+
+  /** The account's newest deliveries, newest first, with their endpoint's URL (the dashboard's delivery log). */
+  async recentDeliveries(accountId: number, limit: number): Promise<DeliveryLogRow[]> {
+    const { rows } = await this.pool.query<DeliveryLogRow>(
+      `select d.id, e.url, d.event_type as "eventType", d.attempts, d.last_status as "lastStatus", d.last_error as "lastError",
+              d.delivered_at as "deliveredAt", d.next_attempt_at as "nextAttemptAt", d.created_at as "createdAt"
+         from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+        where e.account_id = $1 order by d.created_at desc, d.id limit $2`,
+      [accountId, limit],
+    );
     return rows;
   }
 

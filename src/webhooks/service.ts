@@ -6,7 +6,7 @@ import type { WebhookSettings } from '../config.js';
 import { DomainError, invalidField, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/service.js';
 import type { ReportListener } from '../reputation/service.js';
-import { WebhookRepository, type DueDelivery, type EndpointRow } from './repository.js';
+import { WebhookRepository, type DeliveryLogRow, type DueDelivery, type EndpointRow } from './repository.js';
 import {
   ADDRESS_EVENTS,
   allowRanges,
@@ -95,6 +95,15 @@ export class WebhookService implements ReportListener {
 
   async list(caller: Caller): Promise<WebhookView[]> {
     return (await this.repo.list(caller.accountId)).map(view);
+  }
+
+  /**
+   * The dashboard's view of an account's webhooks: its subscriptions and its newest deliveries
+   * (at most `limit`; kept 7 days), each with its attempts and its last answer or error.
+   */
+  async deliveryLog(accountId: number, limit = 100): Promise<{ endpoints: WebhookView[]; deliveries: DeliveryLogRow[] }> {
+    const [endpoints, deliveries] = await Promise.all([this.repo.list(accountId), this.repo.recentDeliveries(accountId, limit)]);
+    return { endpoints: endpoints.map(view), deliveries };
   }
 
   async remove(caller: Caller, id: string): Promise<void> {

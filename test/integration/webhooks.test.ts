@@ -12,6 +12,7 @@ import { eventually, startSmtp } from '../support/relay-fakes.js';
 import { reportFromAccounts } from '../support/reports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { startReceiver } from '../support/webhook-receiver.js';
+import { signedUp, WebClient } from '../support/web.js';
 
 /**
  * Outbound webhooks end to end (issue 28, item 2): subscriptions through HTTP (roles, limit,
@@ -257,5 +258,35 @@ describe('deliveries', () => {
     s.clock.advance(8 * 24 * HOUR);
     const purged = await purgeAccounts(s.pool, s.clock, purgeSettingsOf(loadConfig({})));
     expect(purged!.webhookDeliveries).toBe(before[0]!.n);
+  });
+});
+
+describe('the delivery log on the dashboard', () => {
+  it('shows a Business account its subscriptions and deliveries with their outcome, and no other account\'s', async () => {
+    const receiver = await startReceiver([500, 204]);
+    try {
+      const web = await signedUp(s, smtp, 'hooks@log.example');
+      const { rows } = await s.pool.query<{ id: number }>("update accounts set role = 'business' where email = 'hooks@log.example' returning id");
+      const { key } = await s.createKey('business', { accountId: rows[0]!.id });
+      const made = await create(key, { url: `${receiver.url}/log`, events: ['address.listed'] });
+      expect(made.status).toBe(201);
+      const tested = await call(s.origin, `/api/v2/webhooks/${made.body.data.id}/test`, { method: 'POST', key });
+      expect(tested.status).toBe(200);
+      expect((await web.get('/account')).text).toContain('href="/account/webhooks"');
+      const page = await web.get('/account/webhooks');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain(`${receiver.url}/log`);
+      expect(page.text).toContain('webhook.test');
+      expect(page.text).toMatch(/answered 500|delivered/);
+      // Another account's subscriptions are not in it.
+      expect(page.text).not.toContain('/down');
+      // A role without webhooks gets no log.
+      const free = await signedUp(s, smtp, 'free@log.example');
+      expect((await free.get('/account')).text).not.toContain('href="/account/webhooks"');
+      expect((await free.get('/account/webhooks')).status).toBe(403);
+      expect((await new WebClient(s.origin).get('/account/webhooks')).status).not.toBe(200);
+    } finally {
+      await receiver.close();
+    }
   });
 });
