@@ -74,7 +74,7 @@ export function createProgram(io: CliIo): Command {
     const config = loadConfig(io.env);
     // The CLI's own logs go to stderr so that stdout carries only the command's answer.
     const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, io.stderr as never);
-    const db = await connectDatabase(config, logger, { migrate: migrate ?? (config.migrateOnStart ? 'apply' : 'verify') });
+    const db = await connectDatabase(config, logger, { migrate: migrate ?? (config.migrateOnStart ? 'apply' : 'verify'), prepared: false });
     try {
       return await work(db, logger);
     } finally {

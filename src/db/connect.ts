@@ -92,7 +92,16 @@ export interface DatabaseSettings {
 export async function connectDatabase(
   config: DatabaseSettings,
   logger: Logger,
-  options: { migrate?: MigrateMode } = {},
+  options: {
+    migrate?: MigrateMode;
+    /**
+     * false: no named prepared statements, whatever the URL. The command line's: a short-lived
+     * process gains nothing from them, and an operator may give it DATABASE_URL alone where that
+     * is a transaction pooler, whose server connections keep the names another process prepared
+     * ("prepared statement already exists").
+     */
+    prepared?: boolean;
+  } = {},
 ): Promise<Database> {
   let url = config.databaseUrl;
   let stopEmbedded: (() => Promise<void>) | undefined;
@@ -121,6 +130,7 @@ export async function connectDatabase(
       migrate: options.migrate,
       directUrl: config.databaseUrl ? config.databaseDirectUrl : undefined,
       replicaUrls: config.databaseUrl ? config.databaseReplicaUrls : undefined,
+      prepared: options.prepared,
     });
     if (!stopEmbedded) return database;
     return { ...database, close: async () => (await database.close(), await stopEmbedded!()) };
@@ -147,6 +157,8 @@ export async function openDatabase(
     directUrl?: string | undefined;
     /** DATABASE_REPLICA_URL, split. */
     replicaUrls?: string[] | undefined;
+    /** false: no named prepared statements (connectDatabase's `prepared`). */
+    prepared?: boolean | undefined;
   },
 ): Promise<Database> {
   const poolMax = options.embedded ? EMBEDDED_POOL : options.poolMax;
@@ -174,10 +186,10 @@ export async function openDatabase(
   // The one pool of the process: the ORM's, on which the repositories' SQL runs too. Behind a
   // transaction pooler a statement name prepared in one transaction's server connection is
   // unknown in the next's (PgBouncer 1.18 keeps none): unnamed statements there.
-  const pool = ormPool(orm.em.getConnection(), { prepared: !options.embedded && !pooled });
+  const pool = ormPool(orm.em.getConnection(), { prepared: options.prepared !== false && !options.embedded && !pooled });
   if (pooled) await checkPooledTimeout(pool, logger);
   const replicas: ReplicaPool | undefined = options.replicaUrls?.length
-    ? replicaPool({ urls: options.replicaUrls, poolMax, prepared: !pooled, primary: pool, logger })
+    ? replicaPool({ urls: options.replicaUrls, poolMax, prepared: options.prepared !== false && !pooled, primary: pool, logger })
     : undefined;
   if (replicas) logger.info({ replicas: options.replicaUrls!.length }, 'lag-tolerant reads go to the read replicas (DATABASE_REPLICA_URL)');
   return {
