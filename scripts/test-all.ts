@@ -21,7 +21,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -45,13 +45,39 @@ const run = `${new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replac
 const scratch = mkdtempSync(path.join(tmpdir(), 'trs-test-'));
 const coverage = path.join('coverage', run);
 
+/**
+ * Vitest's steps also write a JSON report, so the summary can name the tests that failed: the
+ * failure's own text scrolls away under the steps after it, and a CI log is often read from its end.
+ */
+const vitestReport = (name: string) => ['--reporter=default', '--reporter=json', `--outputFile.json=${path.join(scratch, `${name}.json`)}`];
+
 /** What a step gets besides its npm script: where it writes what another run would write too. */
 const extras: Partial<Record<Step, { args?: string[]; env?: Record<string, string> }>> = {
   docs: { env: { DOCS_OUTPUT: path.join(scratch, 'reference.html') } },
-  'test:unit': { args: [`--coverage.reportsDirectory=${coverage}`] },
+  'test:unit': { args: [`--coverage.reportsDirectory=${coverage}`, ...vitestReport('test:unit')] },
+  'test:component': { args: vitestReport('test:component') },
 };
 
-type Result = { step: Step; result: 'passed' | 'failed' | 'skipped'; seconds?: number; note?: string };
+/** The tests a Vitest step's JSON report says failed, as `file > test: first line of the error`. */
+function failedTests(step: Step): string[] {
+  let report: { testResults?: { name: string; status: string; message?: string; assertionResults?: { fullName: string; status: string; failureMessages?: string[] }[] }[] };
+  try {
+    report = JSON.parse(readFileSync(path.join(scratch, `${step}.json`), 'utf8'));
+  } catch {
+    return [];
+  }
+  const lines: string[] = [];
+  for (const file of report.testResults ?? []) {
+    const name = path.relative(process.cwd(), file.name);
+    const failed = (file.assertionResults ?? []).filter((t) => t.status === 'failed');
+    for (const t of failed) lines.push(`${name} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
+    if (!failed.length && file.status === 'failed') lines.push(`${name}: ${firstLine(file.message)}`);
+  }
+  return lines;
+}
+const firstLine = (text = '') => text.split('\n', 1)[0]!.slice(0, 300);
+
+type Result = { step: Step; result: 'passed' | 'failed' | 'skipped'; seconds?: number; note?: string; failures?: string[] };
 const results: Result[] = [];
 let current: ChildProcess | undefined;
 let interrupted: NodeJS.Signals | undefined;
@@ -96,15 +122,17 @@ for (const step of STEPS) {
   const code = await runStep(step);
   current = undefined;
   const seconds = (performance.now() - started) / 1000;
-  results.push({ step, result: code === 0 && !interrupted ? 'passed' : 'failed', seconds, note: interrupted ? `stopped by ${interrupted}` : undefined });
+  const result = code === 0 && !interrupted ? 'passed' : 'failed';
+  results.push({ step, result, seconds, note: interrupted ? `stopped by ${interrupted}` : undefined, failures: result === 'failed' ? failedTests(step) : [] });
 }
 rmSync(scratch, { recursive: true, force: true });
 
 const width = Math.max(...STEPS.map((s) => s.length)) + 1;
 process.stdout.write(`\n== ${label}: summary\n`);
-for (const { step, result, seconds, note } of results) {
+for (const { step, result, seconds, note, failures } of results) {
   const time = seconds === undefined ? '' : ` (${seconds.toFixed(1)} s)`;
   process.stdout.write(`  ${`${step}:`.padEnd(width)} ${result}${time}${note ? `, ${note}` : ''}\n`);
+  for (const failure of failures ?? []) process.stdout.write(`    failed: ${failure}\n`);
 }
 const failed = results.filter((r) => r.result === 'failed').map((r) => r.step);
 const skipped = results.filter((r) => r.result === 'skipped').length;
