@@ -342,17 +342,17 @@ export class BlacklistSnapshots {
     return this.streamColumns(selection, ENTRY_COLUMNS[columns.select], columns.order);
   }
 
-  /** The UTC days of the last reports of a list's entries, with how many entries each (a MISP feed's events). */
-  async reportDays(selection: Selection): Promise<{ day: string; entries: number }[]> {
+  /** The UTC days of the last reports of a list's entries, in order (a MISP feed's events). */
+  async reportDays(selection: Selection): Promise<string[]> {
     const where = selectionSql(selection, 1);
     return this.readHolding([selection.head.id], async (client) =>
       (
-        await client.query<{ day: string; entries: number }>(
-          `select to_char(e.last_reported_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*)::int as entries
-             from blacklist_entries e where ${where.sql} group by 1 order by 1`,
+        await client.query<{ day: string }>(
+          `select distinct to_char(e.last_reported_at at time zone 'UTC', 'YYYY-MM-DD') as day
+             from blacklist_entries e where ${where.sql} order by 1`,
           where.values,
         )
-      ).rows,
+      ).rows.map((r) => r.day),
     );
   }
 

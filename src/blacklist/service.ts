@@ -250,8 +250,7 @@ export class BlacklistService {
       etag,
       usage,
       open: async () => {
-        const days = await this.snapshots.reportDays(await this.snapshots.select(head, this.filter(query)));
-        const manifest = mispManifest(this.source, query.confidence, days.map((d) => d.day), this.heading(query, head).generatedAt);
+        const manifest = mispManifest(this.source, query.confidence, await this.mispDays(head, query), this.heading(query, head).generatedAt);
         return { contentType: CONTENT_TYPES.json, body: Buffer.from(JSON.stringify(manifest)) };
       },
     };
@@ -261,9 +260,7 @@ export class BlacklistService {
   async mispEvent(uuid: string, payer?: Payer): Promise<ListAnswer> {
     const query = await this.resolve({ limit: LIMIT_MAX }, 'misp-event');
     const { head, usage } = await this.current(payer);
-    const selection = await this.snapshots.select(head, this.filter(query));
-    const days = await this.snapshots.reportDays(selection);
-    const day = days.find((d) => mispEventUuid(this.source, query.confidence, d.day) === uuid.toLowerCase())?.day;
+    const day = (await this.mispDays(head, query)).find((d) => mispEventUuid(this.source, query.confidence, d) === uuid.toLowerCase());
     if (!day) {
       throw new DomainError('not_found', `The feed holds no event ${uuid} now; read the manifest again.`, {
         code: 'not_found',
@@ -281,6 +278,20 @@ export class BlacklistService {
         return { contentType: CONTENT_TYPES.json, body: chunked(mispEvent(this.source, query.confidence, day, entries, names, generatedAt)) };
       },
     };
+  }
+
+  /**
+   * The MISP feed's days (its events) in a snapshot: read once per snapshot and process, not at
+   * every event a MISP instance fetches (each fetch of the manifest's N events would otherwise
+   * group the whole list N times).
+   */
+  private async mispDays(head: SnapshotHead, query: Query): Promise<string[]> {
+    const key = `misp-days:${head.id}:${query.confidence}`;
+    const kept = head.id ? this.rendered.get(key) : undefined;
+    if (kept !== undefined) return JSON.parse(kept.toString()) as string[];
+    const days = await this.snapshots.reportDays(await this.snapshots.select(head, this.filter(query)));
+    if (head.id) this.rendered.set(key, Buffer.from(JSON.stringify(days)));
+    return days;
   }
 
   private get source(): FeedSource {

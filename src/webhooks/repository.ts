@@ -210,11 +210,17 @@ export class WebhookRepository {
    * delisted (score only in `from`) and rescored. Reads the blacklist's versioned entries.
    */
   async changes(db: Queryable, from: number, to: number, confidence: number, categories: number[], limit: number): Promise<AddressChange[]> {
+    // The addresses whose version changed in between: closed (delisted, or replaced by a new
+    // version) or opened (listed, or the new version). Work with the change, not the list.
     const alive = (n: string) =>
-      `select ip, score from blacklist_entries e where e.from_snapshot <= ${n} and (e.until_snapshot is null or e.until_snapshot > ${n})
-        and e.score >= $3 and (cardinality($4::smallint[]) = 0 or e.categories && $4::smallint[])`;
+      `select e.ip, e.score from touched t join blacklist_entries e on e.ip = t.ip
+        where e.from_snapshot <= ${n} and (e.until_snapshot is null or e.until_snapshot > ${n})
+          and e.score >= $3 and (cardinality($4::smallint[]) = 0 or e.categories && $4::smallint[])`;
     const { rows } = await db.query<AddressChange>(
-      `with a as (${alive('$1')}), b as (${alive('$2')})
+      `with touched as (
+              select ip from blacklist_closures where until_snapshot > $1 and until_snapshot <= $2
+        union select ip from blacklist_entries where from_snapshot > $1 and from_snapshot <= $2),
+            a as (${alive('$1')}), b as (${alive('$2')})
        select coalesce(b.ip, a.ip) as ip, b.score::int as score, a.score::int as "previousScore"
          from a full join b on a.ip = b.ip
         where a.ip is null or b.ip is null or a.score <> b.score
@@ -237,6 +243,15 @@ export class WebhookRepository {
       [accountId, event, JSON.stringify(payload), at],
     );
     return rowCount ?? 0;
+  }
+
+  /** The accounts with an enabled endpoint subscribed to `event`. */
+  async subscribedAccounts(event: string): Promise<Set<number>> {
+    const { rows } = await this.pool.query<{ accountId: number }>(
+      'select distinct account_id as "accountId" from webhook_endpoints where disabled_at is null and $1 = any(events)',
+      [event],
+    );
+    return new Set(rows.map((r) => r.accountId));
   }
 
   /** Whether snapshot `id` is still kept (its entries can be compared). */

@@ -17,6 +17,12 @@ export const RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5
 /** After failing this long, an endpoint is disabled and its owner mailed. */
 export const DISABLE_AFTER_MS = 24 * 3_600_000;
 /** Deliveries are kept this long (the hourly purge). */
+/**
+ * How long a process trusts its list of the accounts subscribed to `report.received` (a report
+ * of any other account stores no event, and costs no statement): a subscription made in another
+ * process applies to the reports this one stores from at most this long after.
+ */
+export const SUBSCRIBERS_FRESH_MS = 5_000;
 export const DELIVERY_RETENTION_MS = 7 * 24 * 3_600_000;
 /** One attempt's time limit, and how much of an answer is read. */
 export const ATTEMPT_TIMEOUT_MS = 10_000;

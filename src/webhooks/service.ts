@@ -19,6 +19,7 @@ import {
   newSecret,
   retryDelay,
   sign,
+  SUBSCRIBERS_FRESH_MS,
   WEBHOOK_EVENTS,
 } from './rules.js';
 import { post, resolveTarget, type Attempt } from './sender.js';
@@ -66,6 +67,8 @@ const view = (e: EndpointRow): WebhookView => ({
 export class WebhookService implements ReportListener {
   private readonly ranges: Network[];
   private readonly pending = new Set<Promise<unknown>>();
+  /** The accounts with an endpoint subscribed to `report.received`, as last read (performance.now() of the read). */
+  private subscribers: { readAt: number; accounts: Promise<ReadonlySet<number>> } | undefined;
 
   constructor(
     private readonly repo: WebhookRepository,
@@ -90,6 +93,7 @@ export class WebhookService implements ReportListener {
       MAX_WEBHOOKS,
     );
     if (!created) throw unprocessable(`An account may hold at most ${MAX_WEBHOOKS} webhooks; delete one first.`, undefined, 'webhook_limit_reached');
+    this.subscribers = undefined;
     return { ...view(created), secret };
   }
 
@@ -108,6 +112,7 @@ export class WebhookService implements ReportListener {
 
   async remove(caller: Caller, id: string): Promise<void> {
     if (!(await this.repo.delete(caller.accountId, id))) throw notFound();
+    this.subscribers = undefined;
   }
 
   /** Sends a `webhook.test` event now, once (never retried), and says how it went. */
@@ -119,8 +124,12 @@ export class WebhookService implements ReportListener {
     const payload = { type: 'webhook.test', timestamp: at.toISOString(), data: { webhook: endpoint.id } };
     await this.repo.enqueue({ id: msgId, endpointId: endpoint.id, eventType: 'webhook.test', payload, at, due: null });
     const attempt = await this.attempt({ id: msgId, eventType: 'webhook.test', body: JSON.stringify(payload), attempts: 0, endpoint });
-    if (attempt.delivered) await this.repo.delivered(msgId, endpoint.id, attempt.status!, this.clock.now());
-    else await this.repo.failed(msgId, endpoint.id, attempt, this.clock.now(), null);
+    if (attempt.delivered) {
+      await this.repo.delivered(msgId, endpoint.id, attempt.status!, this.clock.now());
+      this.subscribers = undefined; // a delivered test enables a disabled endpoint again
+    } else {
+      await this.repo.failed(msgId, endpoint.id, attempt, this.clock.now(), null);
+    }
     return { id: msgId, type: 'webhook.test', delivered: attempt.delivered, attempts: 1, status: attempt.status, error: attempt.error };
   }
 
@@ -180,19 +189,37 @@ export class WebhookService implements ReportListener {
    * reports' commit so that reporting never waits for it; the dispatcher sends them.
    */
   reportsStored(reports: { accountId: number; reportId: number; ip: string; categories: number[] }[]): void {
+    const making = this.storeReportEvents(reports)
+      .catch((err: unknown) => this.logger.error({ err: (err as Error).message }, 'report.received events could not be stored'))
+      .finally(() => this.pending.delete(making));
+    this.pending.add(making);
+  }
+
+  private async storeReportEvents(reports: { accountId: number; reportId: number; ip: string; categories: number[] }[]): Promise<void> {
+    const subscribers = await this.reportSubscribers();
     const byAccount = new Map<number, { reportId: number; ip: string; categories: number[] }[]>();
-    for (const { accountId, ...report } of reports) byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), report]);
+    for (const { accountId, ...report } of reports) if (subscribers.has(accountId)) byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), report]);
     const at = this.clock.now();
     for (const [accountId, list] of byAccount) {
       for (let i = 0; i < list.length; i += BATCH_MAX) {
         const payload = { type: 'report.received', timestamp: at.toISOString(), data: { reports: list.slice(i, i + BATCH_MAX) } };
-        const making = this.repo
-          .enqueueForAccount(accountId, 'report.received', payload, at)
-          .catch((err: unknown) => this.logger.error({ err: (err as Error).message, accountId }, 'report.received events could not be stored'))
-          .finally(() => this.pending.delete(making));
-        this.pending.add(making);
+        await this.repo.enqueueForAccount(accountId, 'report.received', payload, at);
       }
     }
+  }
+
+  /** The accounts subscribed to `report.received`, read again when older than SUBSCRIBERS_FRESH_MS (one read shared by the batches that ask meanwhile). */
+  private reportSubscribers(): Promise<ReadonlySet<number>> {
+    const now = performance.now();
+    if (!this.subscribers || now - this.subscribers.readAt >= SUBSCRIBERS_FRESH_MS) {
+      const read = { readAt: now, accounts: this.repo.subscribedAccounts('report.received') };
+      // A failed read is not kept: the next batch reads again.
+      read.accounts.catch(() => {
+        if (this.subscribers === read) this.subscribers = undefined;
+      });
+      this.subscribers = read;
+    }
+    return this.subscribers.accounts;
   }
 
   /** Waits for the events being stored in the background (shutdown, tests). */

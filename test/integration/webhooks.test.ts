@@ -183,6 +183,32 @@ describe('deliveries', () => {
     }
   });
 
+  it('catching up over several regenerations sends the net change: an address listed then delisted in between is not sent', async () => {
+    const X = '45.155.205.51';
+    const Y = '45.155.205.52';
+    const receiver = await startReceiver([204]);
+    try {
+      const made = await create(enterprise, { url: `${receiver.url}/catch-up`, events: ['address.listed', 'address.delisted', 'address.score_changed'], confidence: 20 });
+      expect(made.status).toBe(201);
+      await webhooks.tick();
+      const seen = receiver.received.length;
+      // Two regenerations before the dispatcher looks: X listed then whitelisted, Y listed then rescored.
+      await reportFromAccounts(s, [X, Y]);
+      await regenerate();
+      await s.pool.query(`insert into whitelist (range, note) values ($1, 'test')`, [`${X}/32`]);
+      await reportFromAccounts(s, [Y], { reporters: 8 });
+      await regenerate();
+      await webhooks.tick();
+      const mine = receiver.received.slice(seen).filter((r) => r.path === '/catch-up');
+      expect(mine).toHaveLength(1);
+      const event = new Webhook(made.body.data.secret).verify(mine[0]!.body, headersOf(mine[0]!.headers)) as any;
+      expect(event.data.addresses).toEqual([{ ip: Y, event: 'address.listed', score: expect.any(Number), previousScore: null }]);
+      expect((await call(s.origin, `/api/v2/webhooks/${made.body.data.id}`, { method: 'DELETE', key: enterprise })).status).toBe(204);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('filters by confidence and categories, and sends nothing when nothing matches', async () => {
     const receiver = await startReceiver([204]);
     try {

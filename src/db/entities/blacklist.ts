@@ -74,6 +74,7 @@ export const BlacklistEntryEntity = new EntitySchema<BlacklistEntry>({
     },
     { name: 'blacklist_entries_address_idx', expression: 'CREATE INDEX blacklist_entries_address_idx ON blacklist_entries USING btree (((ip)::inet))' },
     { name: 'blacklist_entries_refresh_idx', properties: ['refreshPhase'] },
+    { name: 'blacklist_entries_from_idx', properties: ['fromSnapshot'] },
   ],
   properties: {
     ip: { type: 'text', primary: true },

@@ -27,6 +27,7 @@ import { Migration20261201000000Webhooks } from './Migration20261201000000Webhoo
 import { Migration20261130060000IncrementalBlacklist } from './Migration20261130060000IncrementalBlacklist.js';
 import { Migration20261201010000IpStatsAsn } from './Migration20261201010000IpStatsAsn.js';
 import { Migration20261201020000BlacklistClosures } from './Migration20261201020000BlacklistClosures.js';
+import { Migration20261202000000BlacklistOpenings } from './Migration20261202000000BlacklistOpenings.js';
 import { Migration20261130040000ReportEvidence } from './Migration20261130040000ReportEvidence.js';
 
 /** Every committed migration, in order. A new migration is added here as well as written. */
@@ -60,4 +61,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261201000000Webhooks', class: Migration20261201000000Webhooks },
   { name: 'Migration20261201010000IpStatsAsn', class: Migration20261201010000IpStatsAsn },
   { name: 'Migration20261201020000BlacklistClosures', class: Migration20261201020000BlacklistClosures },
+  { name: 'Migration20261202000000BlacklistOpenings', class: Migration20261202000000BlacklistOpenings },
 ];
