@@ -1153,7 +1153,8 @@ export interface paths {
          *     blacklist regeneration one POST per endpoint carries the addresses that were
          *     listed, delisted or whose score changed (filtered by `confidence` and
          *     `categories`, batches of at most 1000 addresses); `report.received` is sent
-         *     when a report of the account is stored.
+         *     when a report of the account is stored (through every server process from at
+         *     most 5 seconds after the subscription).
          *
          *     Deliveries follow Standard Webhooks: headers `webhook-id` (`msg_…`, the same
          *     on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature`
