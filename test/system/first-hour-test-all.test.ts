@@ -21,7 +21,7 @@ afterAll(() => {
 });
 
 /** A project whose npm scripts are the steps: each records itself, then exits with its code (or sleeps). */
-function project(codes: Record<string, number | 'sleep'>): string {
+function project(codes: Record<string, number | 'sleep' | 'report'>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'trs-test-all-'));
   folders.push(dir);
   symlinkSync(path.join(projectRoot, 'node_modules'), path.join(dir, 'node_modules'));
@@ -29,7 +29,17 @@ function project(codes: Record<string, number | 'sleep'>): string {
     path.join(dir, 'record.cjs'),
     `const [step, code] = process.argv.slice(2);
 require('fs').appendFileSync(__dirname + '/ran.log', JSON.stringify({ step, pid: process.pid, args: process.argv.slice(4), docsOutput: process.env.DOCS_OUTPUT ?? null }) + '\\n');
-if (code === 'sleep') setTimeout(() => process.exit(0), 60000); else process.exit(Number(code));
+if (code === 'sleep') setTimeout(() => process.exit(0), 60000);
+else if (code === 'report') {
+  // A Vitest step that fails one test, writing the JSON report where it was asked to.
+  const out = process.argv.find((a) => a.startsWith('--outputFile.json=')).slice('--outputFile.json='.length);
+  const failed = { fullName: 'quotas > charges once', status: 'failed', failureMessages: ['AssertionError: expected 2 to be 1\\n    at quotas.test.ts:10:3'] };
+  require('fs').writeFileSync(out, JSON.stringify({ testResults: [
+    { name: process.cwd() + '/test/quotas.test.ts', status: 'failed', assertionResults: [{ fullName: 'quotas > passes', status: 'passed' }, failed] },
+    { name: process.cwd() + '/test/broken.test.ts', status: 'failed', message: 'Cannot find module x', assertionResults: [] },
+  ] }));
+  process.exit(1);
+} else process.exit(Number(code));
 `,
   );
   const scripts = Object.fromEntries([...new Set([...STEPS, ...NODE_STEPS])].map((step) => [step, `node record.cjs ${step} ${codes[step] ?? 0}`]));
@@ -81,7 +91,10 @@ describe('npm test', () => {
     for (const [i, dir] of [a, b].entries()) {
       expect(docs[i]).toMatch(/reference\.html$/);
       expect(path.relative(dir, docs[i]!).startsWith('..')).toBe(true); // outside the project, so not in dist/
-      expect(coverage[i]).toEqual([expect.stringMatching(/^--coverage\.reportsDirectory=coverage\/[\w-]+$/)]);
+      expect(coverage[i]![0]).toMatch(/^--coverage\.reportsDirectory=coverage\/[\w-]+$/);
+      // Vitest's JSON report goes to the run's own scratch folder, outside the project.
+      const report = coverage[i]!.find((a) => a.startsWith('--outputFile.json='))!.slice('--outputFile.json='.length);
+      expect(path.relative(dir, report).startsWith('..')).toBe(true);
     }
     expect(docs[0]).not.toBe(docs[1]);
     expect(coverage[0]).not.toEqual(coverage[1]);
@@ -92,7 +105,7 @@ describe('npm test', () => {
     const run = testAll(dir, '--profile', 'node');
     expect(await run.exited).toBe(1);
     expect(ran(dir).map((r) => r.step)).toEqual(NODE_STEPS);
-    expect(ran(dir).find((r) => r.step === 'test:component')!.args).toEqual([]);
+    expect(ran(dir).find((r) => r.step === 'test:component')!.args.filter((a) => a.startsWith('--coverage'))).toEqual([]);
     const table = summary(run.output(), 'npm run test:node');
     expect(table).toMatch(/^ {2}test:component: +passed \(\d+\.\d s\)$/m);
     expect(table).toMatch(/^ {2}test:contract: +failed \(\d+\.\d s\)$/m);
@@ -102,6 +115,17 @@ describe('npm test', () => {
     const unknown = testAll(project({}), '--profile', 'nightly');
     expect(await unknown.exited).toBe(2);
     expect(unknown.output()).toContain('usage: test-all.ts [--profile all|node]');
+  }, 120_000);
+
+  it('names the tests a Vitest step failed in the summary, with the first line of each error', async () => {
+    const dir = project({ 'test:unit': 'report' });
+    const run = testAll(dir);
+    expect(await run.exited).toBe(1);
+    const table = summary(run.output());
+    expect(table).toMatch(/^ {2}test:unit: +failed \(\d+\.\d s\)$/m);
+    expect(table).toContain('    failed: test/quotas.test.ts > quotas > charges once: AssertionError: expected 2 to be 1\n');
+    expect(table).toContain('    failed: test/broken.test.ts: Cannot find module x\n');
+    expect(table).not.toContain('passes');
   }, 120_000);
 
   it('on a signal stops the step under way, skips the rest, and still prints the summary', async () => {
