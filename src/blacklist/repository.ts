@@ -230,6 +230,41 @@ const COMMUNITY_MIN = 25;
 
 /** An address's aggregate as the regeneration scores it: the entity's properties. */
 type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'lastReportedAt' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'>;
+/** An aggregate with its score at the pass's moment and the last moment that score holds. */
+type Scored = AggregateRow & { score: number; holdsUntil: Date | null };
+
+/**
+ * An address an incremental pass scores again: its aggregate (absent when cleared or expired),
+ * whether it is to be scored (it has one, and no whitelist range holds it), and its current
+ * version on the list (`fromSnapshot` null: none).
+ */
+type RescoreRow = AggregateRow & {
+  scored: boolean;
+  fromSnapshot: number | null;
+  entryScore: number | null;
+  entryLastReportedAt: Date | null;
+  entryTotalReports: number | null;
+  entryCategories: number[] | null;
+  entryCountryCode: string | null;
+};
+
+/** The columns of an entry's version as blacklist_new and blacklist_closed hold them. */
+const VERSION_TYPES = 'ip text not null, score smallint not null, last_reported_at timestamptz not null, total_reports integer not null, categories smallint[] not null, country_code text';
+const VERSION_COLUMNS = 'x.ip, x.from_snapshot, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code';
+
+/** Whether a new score leaves the address's current version as it is (the columns an entry holds). */
+function sameVersion(r: Scored & RescoreRow): boolean {
+  return (
+    r.score === r.entryScore &&
+    r.lastReportedAt.getTime() === r.entryLastReportedAt?.getTime() &&
+    r.totalReports === r.entryTotalReports &&
+    pgArray(r.categories) === pgArray(r.entryCategories ?? []) &&
+    r.countryCode === r.entryCountryCode
+  );
+}
+
+/** An array of numbers as PostgreSQL's array text (unnest's parameters take one dimension). */
+const pgArray = (values: readonly number[]) => `{${values.join(',')}}`;
 
 /**
  * The blacklist as snapshots in PostgreSQL: the scheduled job scores every reported address
@@ -540,23 +575,25 @@ export class BlacklistSnapshots {
         await client.query('delete from blacklist_entries');
         await client.query('delete from blacklist_closures');
       }
-      // What differs from the current entries, among those this pass scored: new versions
-      // (entries added or changed) and the versions they close (changed or gone).
-      const scope = full ? '' : 'join blacklist_rescore r on r.ip = x.ip';
-      await client.query(
-        `create temporary table blacklist_new on commit drop as
-           select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_scores x ${scope}
-           except
-           select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_entries x ${scope}
-            where x.until_snapshot is null`,
-      );
+      // What differs from the current entries: new versions (entries added or changed) and the
+      // versions they close (changed or gone). An incremental pass found them while it scored
+      // (rescoreChanged); a full pass compares the whole tables here.
+      if (full) {
+        await client.query(
+          `create temporary table blacklist_new on commit drop as
+             select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_scores x
+             except
+             select x.ip, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code from blacklist_entries x
+              where x.until_snapshot is null`,
+        );
+        await client.query(
+          `create temporary table blacklist_closed on commit drop as
+             select ${VERSION_COLUMNS} from blacklist_entries x
+              where x.until_snapshot is null
+                and (exists (select 1 from blacklist_new n where n.ip = x.ip) or not exists (select 1 from blacklist_scores s where s.ip = x.ip))`,
+        );
+      }
       await client.query('analyze blacklist_new');
-      await client.query(
-        `create temporary table blacklist_closed on commit drop as
-           select x.ip from ${full ? 'blacklist_entries x' : 'blacklist_rescore r join blacklist_entries x on x.ip = r.ip'}
-            where x.until_snapshot is null
-              and (exists (select 1 from blacklist_new n where n.ip = x.ip) or not exists (select 1 from blacklist_scores s where s.ip = x.ip))`,
-      );
       await client.query('analyze blacklist_closed');
       const { rows: [diff] } = await client.query<{ added: number; closed: number }>(
         'select (select count(*)::int from blacklist_new) as added, (select count(*)::int from blacklist_closed) as closed',
@@ -578,7 +615,7 @@ export class BlacklistSnapshots {
       // migration); which versions this snapshot closed goes to blacklist_closures.
       await client.query(
         `with closed as (
-           update blacklist_entries e set until_snapshot = $1 from blacklist_closed c where e.ip = c.ip and e.until_snapshot is null
+           update blacklist_entries e set until_snapshot = $1 from blacklist_closed c where e.ip = c.ip and e.from_snapshot = c.from_snapshot
            returning e.ip, e.from_snapshot)
          insert into blacklist_closures (until_snapshot, ip, from_snapshot) select $1, ip, from_snapshot from closed`,
         [id],
@@ -592,7 +629,7 @@ export class BlacklistSnapshots {
 
       // The snapshot's summary: after a full pass read from the scores (one pass each, no sort),
       // else the current one's with the differences (the closed versions out, the new ones in).
-      const summary = full ? await this.summarise(client) : await this.summariseChange(client, head!, id);
+      const summary = full ? await this.summarise(client) : await this.summariseChange(client, head!);
       await client.query(
         'update blacklist_snapshots set content_hash = $2, entry_count = $3, score_positions = $4, stats = $5 where id = $1',
         [id, summary.hash, summary.total, summary.scorePositions, JSON.stringify(summary.stats)],
@@ -630,6 +667,10 @@ export class BlacklistSnapshots {
    * score stops holding before `now`, scored again; every other score is carried forward.
    */
   private async rescoreChanged(client: Connection, now: Date, progress: Progress): Promise<{ count: number }> {
+    // A pass's few thousand addresses against tables of millions: each looked up by its key
+    // (index nested loops), never a hash join that reads a whole table.
+    await client.query('set local enable_hashjoin = off');
+    await client.query('set local enable_mergejoin = off');
     await client.query('create temporary table blacklist_rescore (ip text primary key) on commit drop');
     // Rows a writer commits after this statement stay for the next pass (the table has no unique
     // key: a writer's append never waits on this delete).
@@ -637,8 +678,63 @@ export class BlacklistSnapshots {
     await client.query('insert into blacklist_rescore select ip from blacklist_scores where changes_at < $1 on conflict do nothing', [now]);
     await client.query('analyze blacklist_rescore');
     const { rows: [size] } = await client.query<{ n: number }>('select count(*)::int as n from blacklist_rescore');
-    await client.query('delete from blacklist_scores s using blacklist_rescore r where s.ip = r.ip');
-    const count = await this.score(client, now, progress.step('blacklist: scoring changed addresses', size!.n), 'ip_stats s join blacklist_rescore r on r.ip = s.ip');
+    await client.query(`create temporary table blacklist_new (${VERSION_TYPES}) on commit drop`);
+    await client.query(`create temporary table blacklist_closed (from_snapshot bigint not null, ${VERSION_TYPES}) on commit drop`);
+    const scoring = progress.step('blacklist: scoring changed addresses', size!.n);
+    // Each address with its aggregate (none: cleared or expired), whether the whitelist holds it,
+    // and its current version, so the differences are found as it is scored.
+    await client.query(
+      `declare reported no scroll cursor for
+         select r.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+                s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
+                s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
+                s.positive_feedback as "positiveFeedback",
+                s.ip is not null and not exists (select 1 from whitelist w where w.range >>= s.ip::inet) as scored,
+                e.from_snapshot as "fromSnapshot", e.score as "entryScore", e.last_reported_at as "entryLastReportedAt",
+                e.total_reports as "entryTotalReports", e.categories as "entryCategories", e.country_code as "entryCountryCode"
+           from blacklist_rescore r
+           left join ip_stats s on s.ip = r.ip
+           left join blacklist_entries e on e.ip = r.ip and e.until_snapshot is null
+          order by r.ip`,
+    );
+    let count = 0;
+    for (;;) {
+      const { rows } = await client.query<RescoreRow>(`fetch ${BATCH} from reported`);
+      if (rows.length === 0) break;
+      const scored = rows.filter((r) => r.scored);
+      const scores = scored.map((r) => ({ ...r, ...this.scoreOf({ ...r, whitelisted: false }, now) }));
+      await this.writeScores(client, scores, 'upsert');
+      const gone = rows.filter((r) => !r.scored).map((r) => r.ip);
+      if (gone.length) await client.query('delete from blacklist_scores where ip = any($1::text[])', [gone]);
+      const changed = scores.filter((r) => r.fromSnapshot === null || !sameVersion(r));
+      await client.query(
+        `insert into blacklist_new (ip, score, last_reported_at, total_reports, categories, country_code)
+         select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
+           from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[])
+             as v(ip, score, last_reported_at, total_reports, categories, country_code)`,
+        [changed.map((r) => r.ip), changed.map((r) => r.score), changed.map((r) => r.lastReportedAt), changed.map((r) => r.totalReports), changed.map((r) => pgArray(r.categories)), changed.map((r) => r.countryCode)],
+      );
+      const closed = [...changed.filter((r) => r.fromSnapshot !== null), ...rows.filter((r) => !r.scored && r.fromSnapshot !== null)];
+      await client.query(
+        `insert into blacklist_closed (ip, from_snapshot, score, last_reported_at, total_reports, categories, country_code)
+         select v.ip, v.from_snapshot, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
+           from unnest($1::text[], $2::bigint[], $3::smallint[], $4::timestamptz[], $5::int[], $6::text[], $7::text[])
+             as v(ip, from_snapshot, score, last_reported_at, total_reports, categories, country_code)`,
+        [
+          closed.map((r) => r.ip),
+          closed.map((r) => r.fromSnapshot),
+          closed.map((r) => r.entryScore),
+          closed.map((r) => r.entryLastReportedAt),
+          closed.map((r) => r.entryTotalReports),
+          closed.map((r) => pgArray(r.entryCategories!)),
+          closed.map((r) => r.entryCountryCode),
+        ],
+      );
+      count += scored.length;
+      scoring.advance(rows.length);
+    }
+    await client.query('close reported');
+    scoring.done();
     return { count };
   }
 
@@ -657,28 +753,42 @@ export class BlacklistSnapshots {
     for (;;) {
       const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
       if (rows.length === 0) break;
-      const scored = rows.map((r) => this.scoreOf({ ...r, whitelisted: false }, now));
-      await client.query(
-        `insert into blacklist_scores (ip, score, last_reported_at, total_reports, categories, country_code, changes_at)
-         select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code, v.changes_at
-           from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[], $7::timestamptz[])
-             as v(ip, score, last_reported_at, total_reports, categories, country_code, changes_at)`,
-        [
-          rows.map((r) => r.ip),
-          scored.map((s) => s.score),
-          rows.map((r) => r.lastReportedAt),
-          rows.map((r) => r.totalReports),
-          rows.map((r) => `{${r.categories.join(',')}}`),
-          rows.map((r) => r.countryCode),
-          scored.map((s) => s.holdsUntil),
-        ],
-      );
+      await this.writeScores(client, rows.map((r) => ({ ...r, ...this.scoreOf({ ...r, whitelisted: false }, now) })), 'insert');
       count += rows.length;
       scoring.advance(rows.length);
     }
     await client.query('close reported');
     scoring.done();
     return count;
+  }
+
+  /**
+   * Scored addresses into blacklist_scores: inserted (a full pass emptied it) or replacing their
+   * last score (an incremental pass: an update in place costs less than a delete and an insert).
+   */
+  private async writeScores(client: Connection, scores: Scored[], mode: 'insert' | 'upsert'): Promise<void> {
+    if (scores.length === 0) return;
+    await client.query(
+      `insert into blacklist_scores (ip, score, last_reported_at, total_reports, categories, country_code, changes_at)
+       select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code, v.changes_at
+         from unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::int[], $5::text[], $6::text[], $7::timestamptz[])
+           as v(ip, score, last_reported_at, total_reports, categories, country_code, changes_at)
+       ${
+         mode === 'upsert'
+           ? `on conflict (ip) do update set score = excluded.score, last_reported_at = excluded.last_reported_at, total_reports = excluded.total_reports,
+                categories = excluded.categories, country_code = excluded.country_code, changes_at = excluded.changes_at`
+           : ''
+       }`,
+      [
+        scores.map((r) => r.ip),
+        scores.map((r) => r.score),
+        scores.map((r) => r.lastReportedAt),
+        scores.map((r) => r.totalReports),
+        scores.map((r) => pgArray(r.categories)),
+        scores.map((r) => r.countryCode),
+        scores.map((r) => r.holdsUntil),
+      ],
+    );
   }
 
   /** The summary of the whole list, from blacklist_scores. */
@@ -698,17 +808,14 @@ export class BlacklistSnapshots {
   }
 
   /**
-   * The summary of snapshot `id` from the one before it (`head`): the versions `id` closed
-   * taken out, the ones it wrote (blacklist_new) put in. Work in proportion to the change.
+   * The summary of the snapshot being written from the one before it (`head`): the versions it
+   * closed (blacklist_closed) taken out, the ones it wrote (blacklist_new) put in. Work in
+   * proportion to the change.
    */
-  private async summariseChange(client: Queryable, head: SummaryRow, id: number): Promise<Summary> {
+  private async summariseChange(client: Queryable, head: SummaryRow): Promise<Summary> {
     const sides = [
-      {
-        sign: -1,
-        from: 'blacklist_closures c join blacklist_entries x on x.ip = c.ip and x.from_snapshot = c.from_snapshot where c.until_snapshot = $1',
-        values: [id],
-      },
-      { sign: 1, from: 'blacklist_new x', values: [] },
+      { sign: -1, from: 'blacklist_closed x' },
+      { sign: 1, from: 'blacklist_new x' },
     ];
     const before = head.stats.sums ?? {};
     const counts = head.score_positions.map((n, s) => n - (head.score_positions[s + 1] ?? 0));
@@ -716,10 +823,10 @@ export class BlacklistSnapshots {
     const countries: Record<string, [number, number]> = Object.fromEntries(Object.entries(before).map(([cc, v]) => [cc, [...v] as [number, number]]));
     let hash = BigInt(head.content_hash);
     for (const side of sides) {
-      const [totals] = (await client.query<Totals>(`select ${TOTALS_SQL} from ${side.from}`, side.values)).rows;
+      const [totals] = (await client.query<Totals>(`select ${TOTALS_SQL} from ${side.from}`)).rows;
       hash += BigInt(side.sign) * BigInt(totals!.hash);
       BLACKLIST_CATEGORIES.forEach((_, i) => (groups[i]! += side.sign * totals![`g${i}`]!));
-      const { rows } = await client.query<{ score: number; country_code: string | null }>(`select x.score, x.country_code from ${side.from}`, side.values);
+      const { rows } = await client.query<{ score: number; country_code: string | null }>(`select x.score, x.country_code from ${side.from}`);
       for (const r of rows) {
         counts[r.score]! += side.sign;
         if (r.country_code === null) continue;
