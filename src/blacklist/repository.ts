@@ -230,8 +230,8 @@ const COMMUNITY_MIN = 25;
 
 /** An address's aggregate as the regeneration scores it: the entity's properties. */
 type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'lastReportedAt' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'>;
-/** An aggregate with its score at the pass's moment and the last moment that score holds. */
-type Scored = AggregateRow & { score: number; holdsUntil: Date | null };
+/** An address's score at the pass's moment, and the last moment it holds. */
+type Score = { score: number; holdsUntil: Date | null };
 
 /**
  * An address an incremental pass scores again: its aggregate (absent when cleared or expired),
@@ -253,7 +253,7 @@ const VERSION_TYPES = 'ip text not null, score smallint not null, last_reported_
 const VERSION_COLUMNS = 'x.ip, x.from_snapshot, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code';
 
 /** Whether a new score leaves the address's current version as it is (the columns an entry holds). */
-function sameVersion(r: Scored & RescoreRow): boolean {
+function sameVersion(r: RescoreRow & { score: number }): boolean {
   return (
     r.score === r.entryScore &&
     r.lastReportedAt.getTime() === r.entryLastReportedAt?.getTime() &&
@@ -702,11 +702,11 @@ export class BlacklistSnapshots {
       const { rows } = await client.query<RescoreRow>(`fetch ${BATCH} from reported`);
       if (rows.length === 0) break;
       const scored = rows.filter((r) => r.scored);
-      const scores = scored.map((r) => ({ ...r, ...this.scoreOf({ ...r, whitelisted: false }, now) }));
-      await this.writeScores(client, scores, 'upsert');
+      const scores = scored.map((r) => this.scoreOf({ ...r, whitelisted: false }, now));
+      await this.writeScores(client, scored, scores, 'upsert');
       const gone = rows.filter((r) => !r.scored).map((r) => r.ip);
       if (gone.length) await client.query('delete from blacklist_scores where ip = any($1::text[])', [gone]);
-      const changed = scores.filter((r) => r.fromSnapshot === null || !sameVersion(r));
+      const changed = scored.map((r, i) => ({ ...r, score: scores[i]!.score })).filter((r) => r.fromSnapshot === null || !sameVersion(r));
       await client.query(
         `insert into blacklist_new (ip, score, last_reported_at, total_reports, categories, country_code)
          select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
@@ -753,7 +753,7 @@ export class BlacklistSnapshots {
     for (;;) {
       const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
       if (rows.length === 0) break;
-      await this.writeScores(client, rows.map((r) => ({ ...r, ...this.scoreOf({ ...r, whitelisted: false }, now) })), 'insert');
+      await this.writeScores(client, rows, rows.map((r) => this.scoreOf({ ...r, whitelisted: false }, now)), 'insert');
       count += rows.length;
       scoring.advance(rows.length);
     }
@@ -766,8 +766,8 @@ export class BlacklistSnapshots {
    * Scored addresses into blacklist_scores: inserted (a full pass emptied it) or replacing their
    * last score (an incremental pass: an update in place costs less than a delete and an insert).
    */
-  private async writeScores(client: Connection, scores: Scored[], mode: 'insert' | 'upsert'): Promise<void> {
-    if (scores.length === 0) return;
+  private async writeScores(client: Connection, rows: AggregateRow[], scores: Score[], mode: 'insert' | 'upsert'): Promise<void> {
+    if (rows.length === 0) return;
     await client.query(
       `insert into blacklist_scores (ip, score, last_reported_at, total_reports, categories, country_code, changes_at)
        select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code, v.changes_at
@@ -780,13 +780,13 @@ export class BlacklistSnapshots {
            : ''
        }`,
       [
-        scores.map((r) => r.ip),
-        scores.map((r) => r.score),
-        scores.map((r) => r.lastReportedAt),
-        scores.map((r) => r.totalReports),
-        scores.map((r) => pgArray(r.categories)),
-        scores.map((r) => r.countryCode),
-        scores.map((r) => r.holdsUntil),
+        rows.map((r) => r.ip),
+        scores.map((s) => s.score),
+        rows.map((r) => r.lastReportedAt),
+        rows.map((r) => r.totalReports),
+        rows.map((r) => pgArray(r.categories)),
+        rows.map((r) => r.countryCode),
+        scores.map((s) => s.holdsUntil),
       ],
     );
   }
