@@ -199,6 +199,11 @@ const schema = z.object({
   DELIST_OPERATOR_EMAILS: z.string().max(2_000).optional(),
   // Outbound webhooks (src/webhooks, docs/webhooks.md): CIDRs a webhook URL may resolve into though not public.
   WEBHOOK_ALLOW_RANGES: z.string().max(2_000).optional(),
+  // Keys sealing webhook signing secrets at rest (src/webhooks/secrets.ts): base64 of 32 bytes each, the first seals.
+  WEBHOOK_SECRETS_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$/, 'must be one or more comma-separated keys, each the base64 of 32 bytes (openssl rand -base64 32)')
+    .optional(),
 });
 
 /** `STRIPE_PRICE_SVC_MAIL_BUNDLE_1000=price_…`: the Stripe price of each bundle that is for sale. */
@@ -220,6 +225,11 @@ export interface WebhookSettings {
    * also be reached over plain http.
    */
   allowRanges: string[];
+  /**
+   * WEBHOOK_SECRETS_KEY: keys that seal the signing secrets at rest (AES-256-GCM), the first
+   * sealing and every one opening (rotation); none: the secrets are stored in clear.
+   */
+  secretKeys?: Buffer[];
 }
 
 /** Delisting requests (src/delisting): their bounds, the default approval, who reviews on the dashboard. */
@@ -432,7 +442,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       defaultDays: e.DELIST_DAYS,
       operatorEmails: (e.DELIST_OPERATOR_EMAILS ?? '').split(',').map((m) => m.trim().toLowerCase()).filter(Boolean),
     },
-    webhooks: { allowRanges: (e.WEBHOOK_ALLOW_RANGES ?? '').split(',').map((r) => r.trim()).filter(Boolean) },
+    webhooks: {
+      allowRanges: (e.WEBHOOK_ALLOW_RANGES ?? '').split(',').map((r) => r.trim()).filter(Boolean),
+      secretKeys: (e.WEBHOOK_SECRETS_KEY ?? '').split(',').filter(Boolean).map((k) => Buffer.from(k, 'base64')),
+    },
     reportBatching: { ms: e.REPORT_BATCH_MS, max: e.REPORT_BATCH_MAX },
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,

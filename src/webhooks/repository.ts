@@ -136,9 +136,11 @@ export class WebhookRepository {
 
   /** Records a successful attempt: the delivery done, the endpoint no longer failing (and enabled again). */
   async delivered(id: string, endpointId: string, status: number, at: Date): Promise<void> {
+    // The endpoint's row first, then the delivery's, as every transaction here locks them
+    // (disable() updates an endpoint and then its deliveries): another order deadlocks.
     await transaction(this.pool, async (tx) => {
-      await tx.query('update webhook_deliveries set attempts = attempts + 1, delivered_at = $2, next_attempt_at = null, last_status = $3, last_error = null where id = $1', [id, at, status]);
       await tx.query('update webhook_endpoints set failing_since = null, disabled_at = null where id = $1', [endpointId]);
+      await tx.query('update webhook_deliveries set attempts = attempts + 1, delivered_at = $2, next_attempt_at = null, last_status = $3, last_error = null where id = $1', [id, at, status]);
     });
   }
 
@@ -147,17 +149,18 @@ export class WebhookRepository {
    * since now unless it was already. Returns since when the endpoint has been failing.
    */
   async failed(id: string, endpointId: string, outcome: { status: number | null; error: string | null }, at: Date, retryAt: Date | null): Promise<Date> {
+    // The endpoint's row first, then the delivery's (see delivered()).
     return transaction(this.pool, async (tx) => {
+      const { rows } = await tx.query<{ since: Date }>(
+        'update webhook_endpoints set failing_since = coalesce(failing_since, $2) where id = $1 returning failing_since as since',
+        [endpointId, at],
+      );
       await tx.query('update webhook_deliveries set attempts = attempts + 1, next_attempt_at = $2, last_status = $3, last_error = $4 where id = $1', [
         id,
         retryAt,
         outcome.status,
         outcome.error,
       ]);
-      const { rows } = await tx.query<{ since: Date }>(
-        'update webhook_endpoints set failing_since = coalesce(failing_since, $2) where id = $1 returning failing_since as since',
-        [endpointId, at],
-      );
       return rows[0]?.since ?? at;
     });
   }
@@ -243,6 +246,11 @@ export class WebhookRepository {
       [accountId, event, JSON.stringify(payload), at],
     );
     return rowCount ?? 0;
+  }
+
+  /** Stores an endpoint's secret sealed anew, unless it changed since it was read (`from`). */
+  async replaceSecret(id: string, from: string, to: string): Promise<void> {
+    await this.pool.query('update webhook_endpoints set secret = $3 where id = $1 and secret = $2', [id, from, to]);
   }
 
   /** The accounts with an enabled endpoint subscribed to `event`. */

@@ -22,6 +22,7 @@ import {
   SUBSCRIBERS_FRESH_MS,
   WEBHOOK_EVENTS,
 } from './rules.js';
+import { SecretBox } from './secrets.js';
 import { post, resolveTarget, type Attempt } from './sender.js';
 
 export interface WebhookView {
@@ -66,6 +67,7 @@ const view = (e: EndpointRow): WebhookView => ({
  */
 export class WebhookService implements ReportListener {
   private readonly ranges: Network[];
+  private readonly secrets: SecretBox;
   private readonly pending = new Set<Promise<unknown>>();
   /** The accounts with an endpoint subscribed to `report.received`, as last read (performance.now() of the read). */
   private subscribers: { readAt: number; accounts: Promise<ReadonlySet<number>> } | undefined;
@@ -78,6 +80,7 @@ export class WebhookService implements ReportListener {
     private readonly logger: Logger,
   ) {
     this.ranges = allowRanges(settings.allowRanges);
+    this.secrets = new SecretBox(settings.secretKeys ?? []);
   }
 
   async subscribe(caller: Caller, input: { url: string; events: string[]; confidence?: number; categories?: number[] }): Promise<WebhookView & { secret: string }> {
@@ -89,7 +92,7 @@ export class WebhookService implements ReportListener {
     categories.forEach((c, i) => within(`categories.${i}`, c, 1, 255));
     const secret = newSecret();
     const created = await this.repo.create(
-      { accountId: caller.accountId, url: url.href, events, confidence, categories, secret, at: this.clock.now(), snapshotId: await this.repo.headSnapshot() },
+      { accountId: caller.accountId, url: url.href, events, confidence, categories, secret: this.secrets.seal(secret), at: this.clock.now(), snapshotId: await this.repo.headSnapshot() },
       MAX_WEBHOOKS,
     );
     if (!created) throw unprocessable(`An account may hold at most ${MAX_WEBHOOKS} webhooks; delete one first.`, undefined, 'webhook_limit_reached');
@@ -264,8 +267,17 @@ export class WebhookService implements ReportListener {
     const url = new URL(d.endpoint.url);
     const target = await resolveTarget(url, this.ranges);
     if (!target.ok) return { delivered: false, status: null, error: `refused: ${target.reason}` };
+    let secret: string;
+    try {
+      const opened = this.secrets.open(d.endpoint.secret);
+      secret = opened.secret;
+      // Stored before a key was set, or with a key since rotated out of first place: sealed again now.
+      if (opened.stale) await this.repo.replaceSecret(d.endpoint.id, d.endpoint.secret, this.secrets.seal(secret));
+    } catch (err) {
+      return { delivered: false, status: null, error: `cannot sign: ${(err as Error).message}` };
+    }
     const timestamp = Math.floor(this.clock.now().getTime() / 1000);
-    const headers = { 'webhook-id': d.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.endpoint.secret, d.id, timestamp, d.body) };
+    const headers = { 'webhook-id': d.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(secret, d.id, timestamp, d.body) };
     return post(url, target, headers, d.body);
   }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountMailer, accountTransport } from '../../src/account/mailer.js';
@@ -6,6 +7,7 @@ import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logging.js';
 import { WebhookRepository } from '../../src/webhooks/repository.js';
+import { SecretBox } from '../../src/webhooks/secrets.js';
 import { WebhookService } from '../../src/webhooks/service.js';
 import { call } from '../support/http.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';
@@ -27,7 +29,9 @@ let smtp: Awaited<ReturnType<typeof startSmtp>>;
 let business: string;
 let enterprise: string;
 let webhooks: WebhookService;
-const ALLOW = { allowRanges: ['127.0.0.1/32'] };
+/** The signing secrets are sealed at rest (WEBHOOK_SECRETS_KEY) in this server. */
+const SECRETS_KEY = randomBytes(32);
+const ALLOW = { allowRanges: ['127.0.0.1/32'], secretKeys: [SECRETS_KEY] };
 const HOUR = 3_600_000;
 
 const regenerate = () => blacklistSnapshots(s.pool, s.clock, 3).regenerate();
@@ -63,6 +67,11 @@ describe('subscriptions', () => {
       expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
       expect(Buffer.from(hook.secret.slice(6), 'base64')).toHaveLength(24);
 
+      // Stored sealed: the database holds no trace of the secret.
+      const { rows: stored } = await s.pool.query<{ secret: string }>('select secret from webhook_endpoints where id = $1', [hook.id]);
+      expect(stored[0]!.secret).toMatch(/^sealed:v1:/);
+      expect(stored[0]!.secret).not.toContain(hook.secret.slice(6));
+
       const listed = await call(s.origin, '/api/v2/webhooks', { key: business });
       expect(listed.status).toBe(200);
       expect(listed.body.data).toHaveLength(1);
@@ -86,6 +95,32 @@ describe('subscriptions', () => {
       expect((await call(s.origin, `/api/v2/webhooks/${hook.id}`, { method: 'DELETE', key: business })).status).toBe(204);
       expect((await call(s.origin, `/api/v2/webhooks/${hook.id}`, { method: 'DELETE', key: business })).status).toBe(404);
       expect((await call(s.origin, `/api/v2/webhooks/${hook.id}/test`, { method: 'POST', key: business })).status).toBe(404);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('seals a secret stored in clear (before the key was set) at its next signing; one sealed with a key since removed cannot sign', async () => {
+    const receiver = await startReceiver([204, 204, 204]);
+    try {
+      const made = await create(business, { url: `${receiver.url}/sealing`, events: ['address.listed'] });
+      expect(made.status).toBe(201);
+      const { id, secret } = made.body.data as { id: string; secret: string };
+      const stored = async () => (await s.pool.query<{ secret: string }>('select secret from webhook_endpoints where id = $1', [id])).rows[0]!.secret;
+      // As a server before WEBHOOK_SECRETS_KEY stored it.
+      await s.pool.query('update webhook_endpoints set secret = $2 where id = $1', [id, secret]);
+      const tested = await call(s.origin, `/api/v2/webhooks/${id}/test`, { method: 'POST', key: business });
+      expect(tested.body.data).toMatchObject({ delivered: true });
+      expect(() => new Webhook(secret).verify(receiver.received[0]!.body, headersOf(receiver.received[0]!.headers))).not.toThrow();
+      expect(await stored()).toMatch(/^sealed:v1:/);
+      expect(new SecretBox([SECRETS_KEY]).open(await stored())).toEqual({ secret, stale: false });
+      // Sealed with a key the server no longer holds: refused to sign, said so, nothing sent.
+      await s.pool.query('update webhook_endpoints set secret = $2 where id = $1', [id, new SecretBox([randomBytes(32)]).seal(secret)]);
+      const refused = await call(s.origin, `/api/v2/webhooks/${id}/test`, { method: 'POST', key: business });
+      expect(refused.status).toBe(200);
+      expect(refused.body.data).toMatchObject({ delivered: false, status: null, error: expect.stringMatching(/^cannot sign: .*WEBHOOK_SECRETS_KEY/) });
+      expect(receiver.received).toHaveLength(1);
+      expect((await call(s.origin, `/api/v2/webhooks/${id}`, { method: 'DELETE', key: business })).status).toBe(204);
     } finally {
       await receiver.close();
     }
@@ -273,6 +308,36 @@ describe('deliveries', () => {
       expect(tested.body.data).toMatchObject({ delivered: true, status: 200 });
       const again = (await call(s.origin, '/api/v2/webhooks', { key: business })).body.data.find((h: any) => h.id === id);
       expect(again).toMatchObject({ disabledAt: null, failingSince: null });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('records many failing deliveries of one endpoint at once, disabling it once, without a deadlock', async () => {
+    const receiver = await startReceiver(Array.from({ length: 40 }, () => 503));
+    try {
+      const { key } = await s.createKey('enterprise', { email: 'owner@many.example' });
+      const made = await create(key, { url: `${receiver.url}/many`, events: ['address.listed'] });
+      expect(made.status).toBe(201);
+      const id = made.body.data.id as string;
+      const at = s.clock.now();
+      // Failing for a day already: the next failure disables it while the others are recorded.
+      await s.pool.query('update webhook_endpoints set failing_since = $2 where id = $1', [id, new Date(at.getTime() - 25 * HOUR)]);
+      const repo = new WebhookRepository(s.pool);
+      for (let i = 0; i < 20; i++) {
+        await repo.enqueue({ id: `msg_many${String(i).padStart(28, '0')}`, endpointId: id, eventType: 'blacklist.changed', payload: { i }, at, due: at });
+      }
+      const mailsBefore = smtp.received.filter((m) => m.envelopeTo.includes('owner@many.example')).length;
+      // One pass attempts all 20 in parallel (failed() and disable() in concurrent transactions).
+      await webhooks.tick();
+      const { rows } = await s.pool.query<{ attempts: number }>('select attempts from webhook_deliveries where endpoint_id = $1', [id]);
+      expect(rows).toHaveLength(20);
+      expect(rows.every((r) => r.attempts === 1)).toBe(true);
+      const listed = (await call(s.origin, '/api/v2/webhooks', { key })).body.data[0];
+      expect(listed.disabledAt).not.toBeNull();
+      await eventually(() => smtp.received.filter((m) => m.envelopeTo.includes('owner@many.example')).length > mailsBefore);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(smtp.received.filter((m) => m.envelopeTo.includes('owner@many.example')).length).toBe(mailsBefore + 1);
     } finally {
       await receiver.close();
     }

@@ -11,7 +11,7 @@ export interface WebhookEndpoint {
   events: string[];
   confidence: number;
   categories: number[];
-  /** `whsec_…`, in clear: it is needed to sign (no encryption helper for secrets at rest). */
+  /** `whsec_…`: sealed (`sealed:v1:…`) when WEBHOOK_SECRETS_KEY is set, else in clear (it is needed to sign; webhooks/secrets.ts). */
   secret: string;
   createdAt: Date;
   disabledAt: Date | null;
