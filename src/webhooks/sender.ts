@@ -48,10 +48,16 @@ export async function resolveTarget(url: URL, ranges: Network[], lookup = dnsLoo
 
 /**
  * POSTs `body` to `url` connected to `target` (pinned: the socket's lookup answers only the
- * checked address), never following a redirect (a 3xx is a failure), within 10 seconds,
- * reading at most a few KB of the answer.
+ * checked address), never following a redirect (a 3xx is a failure), within `timeoutMs` (10
+ * seconds) from the request to the answer's end, reading at most a few KB of the answer.
  */
-export function post(url: URL, target: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string): Promise<Attempt> {
+export function post(
+  url: URL,
+  target: { address: string; family: 4 | 6 },
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs = ATTEMPT_TIMEOUT_MS,
+): Promise<Attempt> {
   const pinned: LookupFunction = (_hostname, options, callback) => {
     if ((options as { all?: boolean }).all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [target]);
     else callback(null, target.address, target.family);
@@ -92,8 +98,8 @@ export function post(url: URL, target: { address: string; family: 4 | 6 }, heade
     );
     const timer = setTimeout(() => {
       req.destroy();
-      done({ delivered: false, status: null, error: `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` });
-    }, ATTEMPT_TIMEOUT_MS);
+      done({ delivered: false, status: null, error: `no answer within ${timeoutMs / 1000} s` });
+    }, timeoutMs);
     req.on('error', (err) => done({ delivered: false, status: null, error: err.message.slice(0, 200) }));
     req.end(body);
   });

@@ -1,6 +1,8 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { post, resolveTarget } from '../../src/webhooks/sender.js';
-import { allowRanges } from '../../src/webhooks/rules.js';
+import { allowRanges, ANSWER_READ_BYTES, ATTEMPT_TIMEOUT_MS } from '../../src/webhooks/rules.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { startReceiver } from '../support/webhook-receiver.js';
@@ -127,6 +129,52 @@ describe('at delivery', () => {
       expect(receiver.received[0]!.headers.host).toBe(`rebinding.invalid:${port}`);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('gives up on a receiver that holds the connection (no answer, or an answer that never ends) at the timeout, and reads a few KB at most', async () => {
+    expect(ATTEMPT_TIMEOUT_MS).toBe(10_000);
+    const held: import('node:http').ServerResponse[] = [];
+    let sent = 0;
+    const server: Server = createServer((req, res) => {
+      req.resume();
+      if (req.url === '/silent') return void held.push(res); // reads the request, never answers
+      if (req.url === '/trickle') {
+        res.writeHead(200);
+        res.write('o'); // a success status, then a body that never ends
+        return void held.push(res);
+      }
+      // /flood: a body far past what is read; the connection is cut after ANSWER_READ_BYTES
+      res.writeHead(500);
+      const chunk = Buffer.alloc(16 * 1024, 120);
+      const pump = () => {
+        while (sent < 64 * 1024 * 1024 && res.write(chunk)) sent += chunk.length;
+        if (sent < 64 * 1024 * 1024) res.once('drain', pump);
+        else res.end();
+      };
+      res.on('close', () => res.removeAllListeners('drain'));
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const target = { address: '127.0.0.1', family: 4 as const };
+      for (const path of ['/silent', '/trickle']) {
+        const started = performance.now();
+        const attempt = await post(new URL(`http://127.0.0.1:${port}${path}`), target, {}, '{}', 300);
+        const took = performance.now() - started;
+        expect({ path, attempt }).toEqual({ path, attempt: { delivered: false, status: null, error: 'no answer within 0.3 s' } });
+        expect(took).toBeGreaterThanOrEqual(290);
+        expect(took).toBeLessThan(5_000);
+      }
+      const flooded = await post(new URL(`http://127.0.0.1:${port}/flood`), target, {}, '{}', 5_000);
+      expect(flooded).toEqual({ delivered: false, status: 500, error: 'answered 500' });
+      expect(sent).toBeLessThan(64 * 1024 * 1024);
+      expect(ANSWER_READ_BYTES).toBe(4_096);
+    } finally {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
