@@ -6,7 +6,7 @@ import type { IpStats } from '../db/entities/reputation.js';
 import { readerOf, transaction, withClient, type Connection, type Pool, type Queryable, type Read } from '../db/pool.js';
 import type { ReplicaPool } from '../db/replicas.js';
 import { purgeExpiredWhitelist } from '../reputation/whitelist.repository.js';
-import { sql } from '../db/sql.js';
+import { pgArray, sql } from '../db/sql.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
 
 type HeadRow = { id: number; generated_at: Date; content_hash: string; score_positions: number[] };
@@ -263,8 +263,6 @@ function sameVersion(r: RescoreRow & { score: number }): boolean {
   );
 }
 
-/** An array of numbers as PostgreSQL's array text (unnest's parameters take one dimension). */
-const pgArray = (values: readonly number[]) => `{${values.join(',')}}`;
 
 /**
  * The blacklist as snapshots in PostgreSQL: the scheduled job scores every reported address

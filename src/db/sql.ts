@@ -87,3 +87,6 @@ export function compile(query: Sql): { text: string; values: unknown[] } {
 export function statement(name: string, query: Sql): Statement {
   return { name, ...compile(query) };
 }
+
+/** Numbers as PostgreSQL's array text, `{1,2}`: one element of an `unnest` parameter of arrays (unnest takes one dimension). */
+export const pgArray = (values: readonly number[]): string => `{${values.join(',')}}`;

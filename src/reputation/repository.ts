@@ -1,5 +1,5 @@
 import { readerOf, transaction, type NamedQuery, type Pool, type Queryable, type Read } from '../db/pool.js';
-import { param, raw, sql } from '../db/sql.js';
+import { param, pgArray, raw, sql } from '../db/sql.js';
 import type { IpStats, Report } from '../db/entities/reputation.js';
 import type { Outcome, Payer, Quota } from '../keys/quota.js';
 import type { Role } from '../roles.js';
@@ -91,7 +91,6 @@ export type EvidenceRecord = Pick<Report, 'id' | 'categories' | 'reportedAt' | '
 
 export const AGGREGATION_WINDOW_MS = 5 * 60_000;
 
-const pgArray = (values: number[]) => `{${values.join(',')}}`;
 const union = (a: number[], b: number[]) => [...new Set([...a, ...b])].sort((x, y) => x - y);
 
 /**

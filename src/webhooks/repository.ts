@@ -219,6 +219,10 @@ export class WebhookRepository {
       `select e.ip, e.score from touched t join blacklist_entries e on e.ip = t.ip
         where e.from_snapshot <= ${n} and (e.until_snapshot is null or e.until_snapshot > ${n})
           and e.score >= $3 and (cardinality($4::smallint[]) = 0 or e.categories && $4::smallint[])`;
+    // A few addresses against a table of millions: looked up by key, never hash-joined whole
+    // (as in the incremental regeneration); `local` to the transaction that moves the cursor.
+    await db.query('set local enable_hashjoin = off');
+    await db.query('set local enable_mergejoin = off');
     const { rows } = await db.query<AddressChange>(
       `with touched as (
               select ip from blacklist_closures where until_snapshot > $1 and until_snapshot <= $2
