@@ -17,7 +17,7 @@ const HEAD = {
 const toHead = (row: HeadRow | undefined): SnapshotHead | undefined =>
   row && { id: row.id, generatedAt: row.generated_at, contentHash: row.content_hash, scorePositions: row.score_positions };
 import { silentProgress, type Progress, type Step } from '../progress.js';
-import type { IpAggregate } from '../reputation/repository.js';
+import { AGGREGATE_COLUMNS, type IpAggregate } from '../reputation/repository.js';
 import { scoreAggregate, scoreHoldsUntil, toScoreInput } from '../reputation/score.js';
 import { BLACKLIST_CATEGORIES } from './groups.js';
 
@@ -229,7 +229,7 @@ export function emptyStats(): BlacklistStats {
 const COMMUNITY_MIN = 25;
 
 /** An address's aggregate as the regeneration scores it: the entity's properties. */
-type AggregateRow = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | 'uniqueReporters' | 'honeypotReports' | 'lastReportedAt' | 'categories' | 'maxSeverity' | 'decaySum' | 'countryCode' | 'asn' | 'isp' | 'positiveFeedback'>;
+type AggregateRow = IpAggregate & Pick<IpStats, 'lastReportedAt'>;
 /** An address's score at the pass's moment, and the last moment it holds. */
 type Score = { score: number; holdsUntil: Date | null };
 
@@ -253,9 +253,9 @@ const VERSION_TYPES = 'ip text not null, score smallint not null, last_reported_
 const VERSION_COLUMNS = 'x.ip, x.from_snapshot, x.score, x.last_reported_at, x.total_reports, x.categories, x.country_code';
 
 /** Whether a new score leaves the address's current version as it is (the columns an entry holds). */
-function sameVersion(r: RescoreRow & { score: number }): boolean {
+function sameVersion(r: RescoreRow, score: number): boolean {
   return (
-    r.score === r.entryScore &&
+    score === r.entryScore &&
     r.lastReportedAt.getTime() === r.entryLastReportedAt?.getTime() &&
     r.totalReports === r.entryTotalReports &&
     pgArray(r.categories) === pgArray(r.entryCategories ?? []) &&
@@ -683,10 +683,7 @@ export class BlacklistSnapshots {
     // and its current version, so the differences are found as it is scored.
     await client.query(
       `declare reported no scroll cursor for
-         select r.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
-                s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
-                s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
-                s.positive_feedback as "positiveFeedback",
+         select r.ip, ${AGGREGATE_COLUMNS}, false as whitelisted,
                 s.ip is not null and not exists (select 1 from whitelist w where w.range >>= s.ip::inet) as scored,
                 e.from_snapshot as "fromSnapshot", e.score as "entryScore", e.last_reported_at as "entryLastReportedAt",
                 e.total_reports as "entryTotalReports", e.categories as "entryCategories", e.country_code as "entryCountryCode"
@@ -699,12 +696,27 @@ export class BlacklistSnapshots {
     for (;;) {
       const { rows } = await client.query<RescoreRow>(`fetch ${BATCH} from reported`);
       if (rows.length === 0) break;
-      const scored = rows.filter((r) => r.scored);
-      const scores = scored.map((r) => this.scoreOf({ ...r, whitelisted: false }, now));
+      // One walk over the batch: what is scored, what left, which versions are new or closed.
+      const scored: RescoreRow[] = [];
+      const scores: Score[] = [];
+      const gone: string[] = [];
+      const changed: (RescoreRow & { score: number })[] = [];
+      const closed: RescoreRow[] = [];
+      for (const r of rows) {
+        if (!r.scored) {
+          gone.push(r.ip);
+          if (r.fromSnapshot !== null) closed.push(r);
+          continue;
+        }
+        const score = this.scoreOf(r, now);
+        scored.push(r);
+        scores.push(score);
+        if (r.fromSnapshot !== null && sameVersion(r, score.score)) continue;
+        changed.push(Object.assign(r, { score: score.score }));
+        if (r.fromSnapshot !== null) closed.push(r);
+      }
       await this.writeScores(client, scored, scores, 'upsert');
-      const gone = rows.filter((r) => !r.scored).map((r) => r.ip);
       if (gone.length) await client.query('delete from blacklist_scores where ip = any($1::text[])', [gone]);
-      const changed = scored.map((r, i) => ({ ...r, score: scores[i]!.score })).filter((r) => r.fromSnapshot === null || !sameVersion(r));
       await client.query(
         `insert into blacklist_new (ip, score, last_reported_at, total_reports, categories, country_code)
          select v.ip, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
@@ -712,7 +724,6 @@ export class BlacklistSnapshots {
              as v(ip, score, last_reported_at, total_reports, categories, country_code)`,
         [changed.map((r) => r.ip), changed.map((r) => r.score), changed.map((r) => r.lastReportedAt), changed.map((r) => r.totalReports), changed.map((r) => pgArray(r.categories)), changed.map((r) => r.countryCode)],
       );
-      const closed = [...changed.filter((r) => r.fromSnapshot !== null), ...rows.filter((r) => !r.scored && r.fromSnapshot !== null)];
       await client.query(
         `insert into blacklist_closed (ip, from_snapshot, score, last_reported_at, total_reports, categories, country_code)
          select v.ip, v.from_snapshot, v.score, v.last_reported_at, v.total_reports, v.categories::smallint[], v.country_code
@@ -740,10 +751,7 @@ export class BlacklistSnapshots {
   private async score(client: Connection, now: Date, scoring: Step, from: string): Promise<number> {
     await client.query(
       `declare reported no scroll cursor for
-         select s.ip, s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
-                s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories,
-                s.max_severity as "maxSeverity", s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp,
-                s.positive_feedback as "positiveFeedback"
+         select s.ip, ${AGGREGATE_COLUMNS}, false as whitelisted
            from ${from}
           where not exists (select 1 from whitelist w where w.range >>= s.ip::inet)`,
     );
@@ -751,7 +759,7 @@ export class BlacklistSnapshots {
     for (;;) {
       const { rows } = await client.query<AggregateRow>(`fetch ${BATCH} from reported`);
       if (rows.length === 0) break;
-      await this.writeScores(client, rows, rows.map((r) => this.scoreOf({ ...r, whitelisted: false }, now)), 'insert');
+      await this.writeScores(client, rows, rows.map((r) => this.scoreOf(r, now)), 'insert');
       count += rows.length;
       scoring.advance(rows.length);
     }

@@ -26,7 +26,8 @@ export type IpAggregate = Pick<IpStats, 'ip' | 'totalReports' | 'reportRows' | '
 /** An aggregate as the statements read it, a left join: the entity's properties, null where the address has none. */
 type AggregateRow = Pick<IpAggregate, 'ip' | 'whitelisted'> & { [K in Exclude<keyof IpAggregate, 'ip' | 'whitelisted'>]: IpAggregate[K] | null };
 
-const AGGREGATE_COLUMNS = `s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
+/** An address's aggregate as `IpAggregate` names its fields (ip_stats as `s`; the address's own `ip` not included). */
+export const AGGREGATE_COLUMNS = `s.total_reports as "totalReports", s.report_rows as "reportRows", s.unique_reporters as "uniqueReporters",
   s.honeypot_reports as "honeypotReports", s.last_reported_at as "lastReportedAt", s.categories, s.max_severity as "maxSeverity",
   s.decay_sum as "decaySum", s.country_code as "countryCode", s.asn, s.isp, s.positive_feedback as "positiveFeedback"`;
 
