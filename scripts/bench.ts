@@ -80,6 +80,8 @@ interface Row {
   /** The process's CPU time (user + system) per request, in microseconds, where it was measured. */
   cpuUs?: number;
   note?: string;
+  /** What failed, where something did: the unexpected statuses with their counts, connection errors. */
+  failures?: string;
 }
 const rows: Row[] = [];
 
@@ -121,7 +123,9 @@ async function ensureDatabase(): Promise<void> {
 
 /** A process on a port of its own (scripts/support/processes.ts): no fixed port, nothing else answering. */
 function start(command: string[], env: Record<string, string>): Promise<ListeningProcess> {
-  return startListening(command, { ...process.env, ...env });
+  // The processes' own output shown: the server logs its warnings and errors (LOG_LEVEL=warn), so
+  // a run with failed requests says why.
+  return startListening(command, { ...process.env, ...env }, { stdout: 'inherit' });
 }
 
 async function waitFor(urlToPoll: string): Promise<void> {
@@ -234,6 +238,12 @@ async function run(
     total: result.requests.total,
     note,
   };
+  // A failed run says what failed: each unexpected status with its count, and connection errors.
+  const failures = Object.entries(result.statusCodeStats ?? {})
+    .filter(([status]) => !status.startsWith('2') && status !== String(request.expect))
+    .map(([status, { count }]) => `${count} × ${status}`);
+  if (result.errors) failures.push(`${result.errors} connection errors`);
+  if (failures.length) row.failures = failures.join(', ');
   if (cpuOf !== undefined && row.total > 0) row.cpuUs = Math.round(((cpuMs(cpuOf) - cpuBefore) * 1000) / row.total);
   rows.push(row);
   log(
@@ -250,8 +260,11 @@ async function timeEach(scenario: string, count: number, send: () => Promise<Res
   for (let i = 0; i < count; i++) {
     const t = performance.now();
     const res = await send();
-    await res.arrayBuffer();
-    if (!res.ok) errors++;
+    const body = await res.text();
+    if (!res.ok) {
+      errors++;
+      log(`${scenario}: ${res.status} ${body.slice(0, 200)}`);
+    }
     times.push(performance.now() - t);
   }
   times.sort((a, b) => a - b);
@@ -473,7 +486,7 @@ async function measure(serverMain: string): Promise<void> {
     if (!args['no-write'] && !quick) writeResults(report);
     const failed = rows.filter((r) => r.errors > 0);
     if (failed.length) {
-      log(`requests failed in: ${failed.map((r) => r.scenario).join(', ')}`);
+      log(`requests failed in: ${failed.map((r) => `${r.scenario}${r.failures ? ` (${r.failures})` : ''}`).join(', ')}`);
       process.exitCode = 1;
     }
   } finally {
