@@ -160,6 +160,24 @@ function extrapolate(rows: Row[]): { size: number; change: number; full: number;
   return out;
 }
 
+/**
+ * The PostgreSQL server and the setting an incremental pass depends on most: how much of the
+ * list's indexes its buffer cache holds (each new version writes one entry at a random page of
+ * four of them). The figures are only comparable between runs with the same.
+ */
+async function serverSettings(): Promise<string> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rows: [r] } = await client.query<{ version: string; shared_buffers: string }>(
+      "select current_setting('server_version') as version, current_setting('shared_buffers') as shared_buffers",
+    );
+    return `PostgreSQL ${r!.version.split(' ')[0]} with shared_buffers ${r!.shared_buffers}`;
+  } finally {
+    await client.end();
+  }
+}
+
 async function main(): Promise<void> {
   const load = loadavg();
   const rows: Row[] = [];
@@ -167,8 +185,8 @@ async function main(): Promise<void> {
   const loadAfter = loadavg();
   const lines: string[] = [];
   lines.push(
-    `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
-      `load average ${load[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after (the machine is shared); one interval (15 min) of decay between passes.`,
+    `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ` +
+      `${await serverSettings()}; load average ${load[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after (the machine is shared); one interval (15 min) of decay between passes.`,
     '',
     '| Addresses | Change | Addresses changed | Incremental: scored | Incremental s | Full s | Incremental / full |',
     '|---:|---:|---:|---:|---:|---:|---:|',
