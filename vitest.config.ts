@@ -6,6 +6,14 @@ import { defineConfig } from 'vitest/config';
  * - `unit` (test/unit): pure code, no server, no database; in parallel.
  * - `component` (test/integration, test/security, test/clients): the in-process test server over
  *   a database clone of the file's own; I/O-bound, so more files at once than there are cores.
+ *   Not isolated: a worker imports the server's modules once and runs its files one after
+ *   another on them (each file still starts its own server on its own database). Importing the
+ *   whole graph again for each file had cost ~4 s of CPU a file: the project took 403 s and
+ *   672 CPU-seconds isolated, 229 s and 349 CPU-seconds not (66 files, the same run). What
+ *   that asks of a component file: no `vi.mock` of the server's modules (a module is loaded once
+ *   per worker; count through what the code exposes, as reset-confirm.test.ts reads
+ *   `hashActivity`), no settings through `process.env`, and no assertion on a process-wide
+ *   high-water mark.
  * - `system` (test/system): real processes (the server, the supervisor, a private PostgreSQL,
  *   the CLI's binary), Chromium, network namespaces, fail2ban and the CrowdSec bouncers, the code
  *   samples and contrib recipes, and the files whose measure depends on having the machine to
@@ -49,6 +57,7 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts', 'test/security/**/*.test.ts', 'test/clients/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
           pool: 'forks',
+          isolate: false,
           maxWorkers: 3,
           sequence: { groupOrder: 0 },
         },
