@@ -67,13 +67,13 @@ export function readerOf(db: Queryable): Read {
   return async <R extends object>(read: NamedQuery) => (await db.query<R & pg.QueryResultRow>(statement(read.name, read.query))).rows;
 }
 
-/** The column readTogether tags each row with: the index of the read it answers. */
+/** The column readTogether tags each row with: the place of the read it answers among the reads of its name. */
 const MEMBER = 'read:member';
 
 /**
  * Runs many reads and returns each one's rows, in as few round trips as their kinds: the reads
  * of one name (one shape) go as one statement, each a branch of a `union all` tagged with its
- * index, so that a group of concurrent /check requests (Meter.chargeWith's groups) costs the
+ * place among them, so that a group of concurrent /check requests (Meter.chargeWith's groups) costs the
  * driver and PostgreSQL one statement, not one per request. Named per name and count, so that a
  * connection prepares each size once. Rows come back in no particular order within a read, as
  * `Read` promises.
@@ -87,12 +87,15 @@ export async function readTogether(db: Queryable, reads: readonly NamedQuery[]):
       answers[members[0]!] = (await db.query(statement(name, reads[members[0]!]!.query))).rows;
       continue;
     }
-    const branches = members.map((i) => sql`select ${raw(String(i))} as "${raw(MEMBER)}", r.* from (${reads[i]!.query}) r`);
+    // Each branch is tagged with its place among the reads of this name (0 to count - 1), never
+    // with its index among all the reads: the text must be the same for every group of this name
+    // and count, or a connection that prepared one group's text refuses the next's under that name.
+    const branches = members.map((_, k) => sql`select ${raw(String(k))} as "${raw(MEMBER)}", r.* from (${reads[members[k]!]!.query}) r`);
     const { rows } = await db.query<Record<string, unknown>>(statement(`${name}*${members.length}`, join(branches, ' union all ')));
     for (const row of rows) {
-      const i = row[MEMBER] as number;
+      const k = row[MEMBER] as number;
       delete row[MEMBER];
-      answers[i]!.push(row);
+      answers[members[k]!]!.push(row);
     }
   }
   return answers;
