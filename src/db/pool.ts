@@ -90,7 +90,7 @@ export async function readTogether(db: Queryable, reads: readonly NamedQuery[]):
     // Each branch is tagged with its place among the reads of this name (0 to count - 1), never
     // with its index among all the reads: the text must be the same for every group of this name
     // and count, or a connection that prepared one group's text refuses the next's under that name.
-    const branches = members.map((_, k) => sql`select ${raw(String(k))} as "${raw(MEMBER)}", r.* from (${reads[members[k]!]!.query}) r`);
+    const branches = members.map((i, k) => sql`select ${raw(String(k))} as "${raw(MEMBER)}", r.* from (${reads[i]!.query}) r`);
     const { rows } = await db.query<Record<string, unknown>>(statement(`${name}*${members.length}`, join(branches, ' union all ')));
     for (const row of rows) {
       const k = row[MEMBER] as number;
