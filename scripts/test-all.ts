@@ -75,7 +75,14 @@ function failedTests(step: Step): string[] {
   }
   return lines;
 }
-const firstLine = (text = '') => text.split('\n', 1)[0]!.slice(0, 300);
+/**
+ * A failure's first line. Vitest's timeout errors carry the stack of an error it made when the
+ * test was declared, whose first line is `Error: STACK_TRACE_ERROR`; the summary says what it means.
+ */
+function firstLine(text = ''): string {
+  const line = text.split('\n', 1)[0]!.slice(0, 300);
+  return line === 'Error: STACK_TRACE_ERROR' ? 'timed out (vitest reports a test or hook past its timeout as STACK_TRACE_ERROR)' : line;
+}
 
 type Result = { step: Step; result: 'passed' | 'failed' | 'skipped'; seconds?: number; note?: string; failures?: string[] };
 const results: Result[] = [];
