@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
-import * as OpenApiValidator from 'express-openapi-validator';
+import type * as OpenApiValidator from 'express-openapi-validator';
 import { parseAddress } from './address.js';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
@@ -19,6 +19,8 @@ import { requestLogger } from './http/logging.js';
 import { memoiseValidatorRouteMatchers } from './http/route-matchers.js';
 import { canonicalPaths, type PathAlias } from './http/paths.js';
 import { Drain } from './http/drain.js';
+import { inOrder, runChain } from './http/chain.js';
+import { openApiValidator } from './http/validator.js';
 import { Metering } from './http/metering.js';
 import type { Metrics } from './http/metrics.js';
 import type { AnyOperationId, Handler, Handlers } from './http/types.js';
@@ -311,12 +313,12 @@ export function buildApp(deps: AppDeps): Express {
   // A validator's own `ignorePaths` spares only its route lookup: its request and response
   // validators would still check any request another one matched. So each runs only on its base:
   // the request's base picks its document's validator, whose middleware runs in order.
-  const validators = new Map<Mounted, RequestHandler[]>();
+  const validators = new Map<Mounted, RequestHandler>();
   for (const m of mounted) {
     const { base, document, validator } = m;
     validators.set(
       m,
-      OpenApiValidator.middleware({
+      openApiValidator(app, {
         apiSpec: document,
         validateApiSpec: false,
         validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: true },
@@ -330,12 +332,12 @@ export function buildApp(deps: AppDeps): Express {
         ignorePaths: (path: string) => !path.startsWith(`${base}/`),
         fileUploader: false,
         ...validator,
-      }) as unknown as RequestHandler[],
+      }),
     );
   }
   app.use((req, res, next) => {
     const m = mountedAt(req.path);
-    return m ? runChain(validators.get(m)!, req, res, next) : next();
+    return m ? validators.get(m)!(req, res, next) : next();
   });
   app.use(rejectNonFiniteNumbers);
 
@@ -384,31 +386,6 @@ function noSniff(_req: Request, res: Response, next: NextFunction) {
 
 /** `/reports/{ip}` -> `/reports/:ip`. */
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
-
-/** Middleware run one after the other as one (see runChain). */
-function inOrder(fns: RequestHandler[]): RequestHandler {
-  return (req, res, next) => runChain(fns, req, res, next);
-}
-
-/**
- * Runs an operation's compiled chain as Express runs a route's: each function gets `next`; a
- * throw, a rejected promise or `next(err)` leaves the chain for the error handler.
- */
-function runChain(chain: RequestHandler[], req: Request, res: Response, done: NextFunction): void {
-  let i = 0;
-  const step = (err?: unknown): void => {
-    if (err !== undefined && err !== null) return done(err);
-    const fn = chain[i++];
-    if (!fn) return done();
-    try {
-      const ret = fn(req, res, step) as unknown;
-      if (ret instanceof Promise) ret.then(undefined, (e: unknown) => done(e ?? new Error('Rejected promise')));
-    } catch (e) {
-      done(e);
-    }
-  };
-  step();
-}
 
 /**
  * The validator's type coercion (ajv) turns `Infinity` into a number that then passes
