@@ -283,70 +283,50 @@ export function buildApp(deps: AppDeps): Express {
     const shape = shapes.get(m)!;
     return shape.atPath.get(req.path) ?? shape.document;
   };
-  app.use((req, res, next) => (mountedAt(req.path) ? next() : site(req, res, next)));
-
   // Bodies are read only under the APIs' bases, and only after the key they present was looked
   // up: up to JSON_BODY_LIMIT with a valid key, KEYLESS_BODY_LIMIT without (http/body-limits.ts).
-  const bodies = express.Router();
-  bodies.use(authenticateBeforeBody(keys, (path) => mountedAt(path)?.keyHeader), ...boundedBodyParsers(JSON_BODY_LIMIT));
-  const ownBodies = new Map(mounted.filter((m) => m.bodies).map((m) => [m, express.Router().use(...m.bodies!)]));
-  app.use((req, res, next) => {
-    const m = mountedAt(req.path);
-    if (!m) return next();
-    (ownBodies.get(m) ?? bodies)(req, res, next);
-  });
+  const keyedBodies = inOrder([authenticateBeforeBody(keys, (path) => mountedAt(path)?.keyHeader), ...boundedBodyParsers(JSON_BODY_LIMIT)]);
   // Form bodies' array fields, by the operation's method and path (one lookup; a templated path,
-  // should a form operation ever have one, as a route of its own).
+  // should a form operation ever have one, by its pattern).
   const formFields = new Map<string, RequestHandler>();
+  const templatedFormFields: { method: string; pattern: RegExp; step: RequestHandler }[] = [];
   for (const { base, document } of mounted) {
     for (const [key, fields] of formArrayFields(document)) {
       const [method, path] = key.split(' ') as [string, string];
-      if (path.includes('{')) app[method.toLowerCase() as (typeof METHODS)[number]](base + expressPath(path), formArrays(fields));
+      if (path.includes('{')) templatedFormFields.push({ method, pattern: templatePattern(base + path), step: formArrays(fields) });
       else formFields.set(`${method} ${base}${path}`, formArrays(fields));
     }
   }
-  app.use((req, res, next) => {
-    const fields = formFields.get(`${req.method} ${req.path}`);
-    return fields ? fields(req, res, next) : next();
-  });
+  const formFieldsStep: RequestHandler = (req, res, next) => {
+    const step = formFields.get(`${req.method} ${req.path}`) ?? templatedFormFields.find((t) => t.method === req.method && t.pattern.test(req.path))?.step;
+    return step ? step(req, res, next) : next();
+  };
   memoiseValidatorRouteMatchers();
   // A validator's own `ignorePaths` spares only its route lookup: its request and response
   // validators would still check any request another one matched. So each runs only on its base:
-  // the request's base picks its document's validator, whose middleware runs in order.
-  const validators = new Map<Mounted, RequestHandler>();
-  for (const m of mounted) {
-    const { base, document, validator } = m;
-    validators.set(
-      m,
-      openApiValidator(app, {
-        apiSpec: document,
-        validateApiSpec: false,
-        validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: true },
-        validateResponses: config.validateResponses ? { allErrors: true } : false,
-        validateSecurity: false,
-        validateFormats: true,
-        formats: { ip: { type: 'string', validate: (value: string) => parseAddress(value) !== undefined } },
-        ignoreUndocumented: false,
-        // Match the path the canonical-path middleware left in req.url (aliases rewritten).
-        useRequestUrl: true,
-        ignorePaths: (path: string) => !path.startsWith(`${base}/`),
-        fileUploader: false,
-        ...validator,
-      }),
-    );
-  }
-  app.use((req, res, next) => {
-    const m = mountedAt(req.path);
-    return m ? validators.get(m)!(req, res, next) : next();
-  });
-  app.use(rejectNonFiniteNumbers);
+  // the request's base picks its document's validator.
+  const validatorOf = (m: Mounted): RequestHandler =>
+    openApiValidator(app, {
+      apiSpec: m.document,
+      validateApiSpec: false,
+      validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: true },
+      validateResponses: config.validateResponses ? { allErrors: true } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      formats: { ip: { type: 'string', validate: (value: string) => parseAddress(value) !== undefined } },
+      ignoreUndocumented: false,
+      // Match the path the canonical-path middleware left in req.url (aliases rewritten).
+      useRequestUrl: true,
+      ignorePaths: (path: string) => !path.startsWith(`${m.base}/`),
+      fileUploader: false,
+      ...m.validator,
+    });
 
   // Each operation's chain (authentication, access, metering, the handler), compiled once here
   // and reached by one lookup: the operation the validator matched the request to, among its
   // own document's. There is no second route table: a request gets a chain only when its own
   // document's validator matched it, so no path reaches a handler unvalidated.
-  const operations = new Map<Mounted, Map<string, RequestHandler[]>>();
-  for (const m of mounted) {
+  const operationOf = (m: Mounted): RequestHandler => {
     const chains = new Map<string, RequestHandler[]>();
     for (const item of Object.values(m.document.paths ?? {})) {
       for (const method of METHODS) {
@@ -356,19 +336,27 @@ export function buildApp(deps: AppDeps): Express {
         chains.set(operationId, [...m.chain(operationId), handler as unknown as RequestHandler]);
       }
     }
-    operations.set(m, chains);
-  }
+    return (req, res, next) => {
+      const matched = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
+      const operationId = matched?.schema?.operationId;
+      const chain = operationId !== undefined ? chains.get(operationId) : undefined;
+      if (!chain) return next();
+      res.locals.operationId = operationId as AnyOperationId;
+      // The path parameters as the validator matched (and validated) them.
+      req.params = matched!.pathParams ?? {};
+      runChain(chain, req, res, next);
+    };
+  };
+
+  // A request under an API's base runs its steps as one layer of Express's router (each layer
+  // it walks costs a request its matching and bookkeeping): its body, its form's array fields,
+  // its document's validator, finite numbers, its operation's chain. Anything else is a page's.
+  const apiSteps = new Map<Mounted, RequestHandler[]>(
+    mounted.map((m) => [m, [m.bodies ? inOrder(m.bodies) : keyedBodies, formFieldsStep, validatorOf(m), rejectNonFiniteNumbers, operationOf(m)]]),
+  );
   app.use((req, res, next) => {
     const m = mountedAt(req.path);
-    const matched = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
-    const operationId = matched?.schema?.operationId;
-    const chain = m && operationId !== undefined ? operations.get(m)!.get(operationId) : undefined;
-    if (!chain) return next();
-    res.locals.operationId = operationId as AnyOperationId;
-    // The path parameters as the validator matched (and validated) them; Express's own
-    // middleware layer resets req.params.
-    req.params = matched!.pathParams ?? {};
-    runChain(chain, req, res, next);
+    return m ? runChain(apiSteps.get(m)!, req, res, next) : site(req, res, next);
   });
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
@@ -384,8 +372,8 @@ function noSniff(_req: Request, res: Response, next: NextFunction) {
   next();
 }
 
-/** `/reports/{ip}` -> `/reports/:ip`. */
-const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+/** `/reports/{ip}` -> a pattern matching `/reports/` and one segment. */
+const templatePattern = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`);
 
 /**
  * The validator's type coercion (ajv) turns `Infinity` into a number that then passes
