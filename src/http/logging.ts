@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { redactUrl } from '../logging.js';
 
@@ -14,6 +14,22 @@ declare module 'node:http' {
   }
 }
 
+/** Where a request keeps the logger it was given, and its child logger once one is made. */
+const BASE = Symbol('request logger');
+const CHILD = Symbol('request child logger');
+type Logged = IncomingMessage & { [BASE]?: Logger; [CHILD]?: Logger };
+
+// `req.log`, made on first use from the logger the request was given. A getter on the prototype,
+// once: a property defined on each request (as this was) changed the shape of every request
+// object, which cost each request's later property reads too.
+Object.defineProperty(IncomingMessage.prototype, 'log', {
+  configurable: true,
+  get(this: Logged): Logger | undefined {
+    const base = this[BASE];
+    return base && (this[CHILD] ??= base.child({ reqId: this.id }));
+  },
+});
+
 /**
  * Request logging: every response carries an `X-Request-Id`, every log line about a request
  * carries it as `reqId`, and one line per request records method, URL (the key redacted),
@@ -26,8 +42,7 @@ export function requestLogger(logger: Logger) {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
-    let child: Logger | undefined;
-    Object.defineProperty(req, 'log', { configurable: true, get: () => (child ??= logger.child({ reqId: id })) });
+    (req as Logged)[BASE] = logger;
     const started = performance.now();
     res.once('finish', () => {
       const level = res.statusCode >= 500 ? 'error' : 'info';

@@ -29,7 +29,12 @@ describe('the server-error budget', () => {
     try {
       // /search-public with a key is charged before its lookup, in a statement of its own
       for (let i = 1; i <= 3; i++) {
-        expect((await call(s.base, '/search-public?q=8.8.8.8', { key })).status).toBe(500);
+        const failed = await call(s.base, '/search-public?q=8.8.8.8', { key });
+        expect(failed.status).toBe(500);
+        // The error's log line is the request's: it carries the id its answer gave.
+        const reqId = failed.headers.get('x-request-id');
+        const logged = s.logs.map((line) => JSON.parse(line) as { msg?: string; reqId?: string }).filter((line) => line.msg === 'unexpected error');
+        expect(logged.map((line) => line.reqId)).toContain(reqId);
         await new Promise((r) => setTimeout(r, 100));
         expect(await checksToday(accountId), `fault ${i} is refunded`).toBe(0);
       }
