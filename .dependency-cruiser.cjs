@@ -7,14 +7,17 @@
  *                          built once by start.ts and by the CLI)
  *   the edges              src/http/, src/web/, src/cli/ (and each area's handlers.ts)
  *   the areas              src/<area>/: handlers -> service -> repository
- *   the bottom             src/config.ts; src/db/; the shared modules (errors, address, clock,
- *                          text, logging, progress, openapi, ipc, roles)
+ *   the bottom             src/config.ts, and the settings slices it merges (src/<area>/settings.ts);
+ *                          src/db/; the shared modules (errors, address, clock, text, logging,
+ *                          progress, openapi, ipc, roles, settings)
  *
  * Imports that broke a rule when it was written, and that another change will remove, are
  * listed in .dependency-cruiser-known-violations.json (`--ignore-known`): a new one fails.
  */
 const AREAS = '(abuseipdb|account|audit|blacklist|categories|crowdsec|delisting|geo|jobs|keys|notifications|payments|relay|reputation|rules|stats|webhooks)';
-const SHARED = '^src/(errors|address|clock|text|logging|progress|openapi|ipc|roles)\\.ts$';
+const SHARED = '^src/(errors|address|clock|text|logging|progress|openapi|ipc|roles|settings)\\.ts$';
+/** An area's settings slice: its variables and what they mean, merged by src/config.ts. */
+const SLICE = `^src/${AREAS}/settings\\.ts$`;
 
 module.exports = {
   forbidden: [
@@ -55,8 +58,17 @@ module.exports = {
         'The configuration, the data layer (src/db/) and the shared modules (the role table src/roles.ts among them, ' +
         'which imports nothing) never import an area, an edge or the composition root: they are what everything ' +
         'else stands on.',
-      from: { path: `^src/config\\.ts$|^src/db/|${SHARED}` },
-      to: { path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app|services)\\.ts$` },
+      from: { path: `^src/config\\.ts$|^src/db/|${SHARED}|${SLICE}` },
+      to: { path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app|services)\\.ts$`, pathNot: SLICE },
+    },
+    {
+      name: 'slices-stand-alone',
+      severity: 'error',
+      comment:
+        "An area's settings slice (src/<area>/settings.ts) is part of the bottom layer: src/config.ts merges it, " +
+        'so it imports only the shared modules, never its own area, another slice or the configuration.',
+      from: { path: SLICE },
+      to: { path: '^src/', pathNot: SHARED },
     },
     {
       name: 'db-and-shared-not-to-config',

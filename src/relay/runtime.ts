@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { RelayConfig } from '../config.js';
+import type { RelayConfig } from './settings.js';
 import type { Pool } from '../db/pool.js';
 import { createMailOutbox, createMailTransport } from './delivery/mail.js';
 import { createSmsProvider, type ReceiptEndpoint } from './delivery/sms.js';

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api.js';
 import { before, DAY_MS, nextUtcMidnight, secondsUntil, utcDay, utcMonth, type Clock } from '../clock.js';
-import type { RelayConfig } from '../config.js';
+import type { RelayConfig } from './settings.js';
 import type { Role } from '../roles.js';
 import { DomainError, sentence, unprocessable, type ErrorKind } from '../errors.js';
 import type { Caller } from '../keys/service.js';

@@ -8,8 +8,8 @@ import { createVonageProvider, type VonageConfig } from './sms/vonage.js';
 import { createWebhookProvider, type WebhookConfig } from './sms/webhook.js';
 
 /** One provider's settings, by `provider`; without one, the generic webhook of old. */
-export type { SmsConfig } from '../../config.js';
-import type { SmsConfig } from '../../config.js';
+export type { SmsConfig } from '../settings.js';
+import type { SmsConfig } from '../settings.js';
 
 export function createSmsProvider(config: SmsConfig): SmsProvider {
   switch (config.provider) {

@@ -1,9 +1,9 @@
 import { DeliveryError } from '../errors.js';
 import { outboxFileName, writeOutboxFile } from '../outbox.js';
 import type { SmsProvider } from './provider.js';
-import type { OutboxConfig } from '../../../config.js';
+import type { OutboxConfig } from '../../settings.js';
 
-export type { OutboxConfig } from '../../../config.js';
+export type { OutboxConfig } from '../../settings.js';
 
 export function createOutboxProvider(config: OutboxConfig): SmsProvider {
   return {

@@ -2,9 +2,9 @@ import { createHmac } from 'node:crypto';
 import type { SmsProvider } from './provider.js';
 import { basicCredentials, createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, header, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
-import type { PlivoConfig } from '../../../config.js';
+import type { PlivoConfig } from '../../settings.js';
 
-export type { PlivoConfig } from '../../../config.js';
+export type { PlivoConfig } from '../../settings.js';
 
 const DEFAULT_API_BASE = 'https://api.plivo.com';
 

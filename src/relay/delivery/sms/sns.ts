@@ -2,9 +2,9 @@ import type { MessageAttributeValue, SNSClientConfig } from '@aws-sdk/client-sns
 import type { SmsProvider } from './provider.js';
 import { DeliveryError } from '../errors.js';
 import { DEFAULT_TIMEOUT_MS, retryableStatus } from './http.js';
-import type { SnsConfig } from '../../../config.js';
+import type { SnsConfig } from '../../settings.js';
 
-export type { SnsConfig } from '../../../config.js';
+export type { SnsConfig } from '../../settings.js';
 
 /** Error names of a throttled request; the SDK gives the query protocol's codes as names. */
 const THROTTLING = new Set(['ThrottledException', 'KMSThrottlingException', 'Throttling', 'ThrottlingException']);

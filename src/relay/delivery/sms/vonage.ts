@@ -2,9 +2,9 @@ import { createHash, createHmac } from 'node:crypto';
 import type { SmsProvider } from './provider.js';
 import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
 import { bodyParams, refuse, safeEqual, type ReceiptRequest, type ReceiptStatus, type ReceiptVerdict } from './receipts.js';
-import type { VonageConfig, VonageSignature, VonageSignatureMethod } from '../../../config.js';
+import type { VonageConfig, VonageSignature, VonageSignatureMethod } from '../../settings.js';
 
-export type { VonageConfig, VonageSignature, VonageSignatureMethod } from '../../../config.js';
+export type { VonageConfig, VonageSignature, VonageSignatureMethod } from '../../settings.js';
 
 const DEFAULT_API_BASE = 'https://rest.nexmo.com';
 

@@ -1,8 +1,8 @@
 import type { SmsProvider } from './provider.js';
 import { createHttpClient, excerpt, jsonObject, retryableStatus } from './http.js';
-import type { WebhookConfig } from '../../../config.js';
+import type { WebhookConfig } from '../../settings.js';
 
-export type { WebhookConfig } from '../../../config.js';
+export type { WebhookConfig } from '../../settings.js';
 
 export function createWebhookProvider(config: WebhookConfig): SmsProvider {
   const http = createHttpClient({ label: 'SMS provider', timeoutMs: config.timeoutMs, secrets: [config.token] });
