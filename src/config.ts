@@ -1,11 +1,15 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { BUNDLES, DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
+import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
+import { delistingSettings, delistingVariables, type DelistingSettings } from './delisting/settings.js';
+import { paymentSettings, paymentVariables, STRIPE_PRICE, stripeSettings, type StripeConfig } from './payments/settings.js';
 import { relaySettings, relayVariables, type RelayConfig } from './relay/settings.js';
-import { apiBase, boolean, requireAll } from './settings.js';
+import { webhookSettings, webhookVariables, type WebhookSettings } from './webhooks/settings.js';
+import { boolean } from './settings.js';
 
 export type { RelayConfig } from './relay/settings.js';
+export type { StripeConfig } from './payments/settings.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -83,8 +87,7 @@ const schema = z.object({
   REPORT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the longest maxAgeInDays a client may ask for)').max(36500).default(365),
   BLACKLIST_CACHE_MB: z.coerce.number().min(0).max(4096).default(32),
   ...relayVariables,
-  PAYMENT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  PAYMENT_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).default(300),
+  ...paymentVariables,
   RULES_DIR: z.string().min(1).optional(),
   RULES_SIGNING_KEY_FILE: z.string().min(1).optional(),
   GEOIP_COUNTRY_DB: z.string().min(1).optional(),
@@ -109,25 +112,9 @@ const schema = z.object({
   ACCOUNT_VERIFY_RESEND_MINUTES: z.coerce.number().int().min(1).max(24 * 60).default(10),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
   SERVICE_NAME: z.string().min(1).max(60).regex(/^[^\r\n<>]+$/, 'must be one line without < or >').default('Threat-Reputation Service'),
-  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, 'must be a Stripe secret or restricted key (sk_… or rk_…)').optional(),
-  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a webhook signing secret (whsec_…)').optional(),
-  STRIPE_API_BASE: apiBase,
-  // Delisting (src/delisting, docs/delisting.md).
-  DELIST_REQUESTS_PER_SOURCE_DAILY: z.coerce.number().int().min(1).max(1_000).default(5),
-  DELIST_MAILS_PER_RECIPIENT_DAILY: z.coerce.number().int().min(1).max(100).default(3),
-  DELIST_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  DELIST_OPERATOR_EMAILS: z.string().max(2_000).optional(),
-  // Outbound webhooks (src/webhooks, docs/webhooks.md): CIDRs a webhook URL may resolve into though not public.
-  WEBHOOK_ALLOW_RANGES: z.string().max(2_000).optional(),
-  // Keys sealing webhook signing secrets at rest (src/webhooks/secrets.ts): base64 of 32 bytes each, the first seals.
-  WEBHOOK_SECRETS_KEY: z
-    .string()
-    .regex(/^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$/, 'must be one or more comma-separated keys, each the base64 of 32 bytes (openssl rand -base64 32)')
-    .optional(),
+  ...delistingVariables,
+  ...webhookVariables,
 });
-
-/** `STRIPE_PRICE_SVC_MAIL_BUNDLE_1000=price_…`: the Stripe price of each bundle that is for sale. */
-const STRIPE_PRICE = /^STRIPE_PRICE_(.+)$/;
 
 /** Every environment variable the schema reads (docs/configuration.md documents each; test/unit/docs.test.ts checks). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
@@ -136,33 +123,6 @@ export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
 export const CONFIG_VARIABLE_PATTERNS: readonly { pattern: RegExp; documentedAs: string }[] = [
   { pattern: STRIPE_PRICE, documentedAs: 'STRIPE_PRICE_<BUNDLE_ID>' },
 ];
-
-/** Outbound webhooks (src/webhooks). */
-export interface WebhookSettings {
-  /**
-   * WEBHOOK_ALLOW_RANGES: networks (CIDR) a webhook's host may resolve into although they are
-   * not public (an operator's own receivers; the tests' local receiver). A host inside them may
-   * also be reached over plain http.
-   */
-  allowRanges: string[];
-  /**
-   * WEBHOOK_SECRETS_KEY: keys that seal the signing secrets at rest (AES-256-GCM), the first
-   * sealing and every one opening (rotation); none: the secrets are stored in clear.
-   */
-  secretKeys?: Buffer[];
-}
-
-/** Delisting requests (src/delisting): their bounds, the default approval, who reviews on the dashboard. */
-export interface DelistingSettings {
-  /** Requests one source (address, IPv6 /64) may make in 24 hours (DELIST_REQUESTS_PER_SOURCE_DAILY). */
-  requestsPerSourceDaily: number;
-  /** Confirmation mails one recipient may receive in 24 hours (DELIST_MAILS_PER_RECIPIENT_DAILY). */
-  mailsPerRecipientDaily: number;
-  /** How long an approval whitelists the address when the operator names no time (DELIST_DAYS). */
-  defaultDays: number;
-  /** The accounts (by confirmed address) that review requests on the dashboard (DELIST_OPERATOR_EMAILS). */
-  operatorEmails: string[];
-}
 
 export interface WebConfig {
   signup: SignupMode;
@@ -187,14 +147,6 @@ export interface WebConfig {
   hashQueue: number;
   auditRetentionMs: number;
   serviceName: string;
-}
-
-export interface StripeConfig {
-  secretKey: string;
-  webhookSecret: string;
-  /** Bundle id -> Stripe price id. */
-  prices: Record<string, string>;
-  apiBase: string | undefined;
 }
 
 export type Config = {
@@ -284,7 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const problems: string[] = [];
   const relay = relaySettings(e, { nodeEnv: e.NODE_ENV, dataDir: e.DATA_DIR }, problems);
-  const stripe = stripeConfig(e, env, problems);
+  const stripe = stripeSettings(e, env, problems);
   const { workerThreadPool, ...hashing } = passwordHashing(e, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return {
@@ -307,16 +259,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
-    delisting: {
-      requestsPerSourceDaily: e.DELIST_REQUESTS_PER_SOURCE_DAILY,
-      mailsPerRecipientDaily: e.DELIST_MAILS_PER_RECIPIENT_DAILY,
-      defaultDays: e.DELIST_DAYS,
-      operatorEmails: (e.DELIST_OPERATOR_EMAILS ?? '').split(',').map((m) => m.trim().toLowerCase()).filter(Boolean),
-    },
-    webhooks: {
-      allowRanges: (e.WEBHOOK_ALLOW_RANGES ?? '').split(',').map((r) => r.trim()).filter(Boolean),
-      secretKeys: (e.WEBHOOK_SECRETS_KEY ?? '').split(',').filter(Boolean).map((k) => Buffer.from(k, 'base64')),
-    },
+    delisting: delistingSettings(e),
+    webhooks: webhookSettings(e),
     reportBatching: { ms: e.REPORT_BATCH_MS, max: e.REPORT_BATCH_MAX },
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
     blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
@@ -327,7 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
     rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
     relay,
-    payments: { secret: e.PAYMENT_WEBHOOK_SECRET, toleranceSeconds: e.PAYMENT_WEBHOOK_TOLERANCE_SECONDS },
+    payments: paymentSettings(e),
     web: {
       signup: e.SIGNUP,
       // Development links point at the local server; in production only PUBLIC_URL will do.
@@ -346,26 +290,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     stripe,
   };
-}
-
-/** Stripe needs its key, the webhook secret and at least one price, each for a known bundle. */
-function stripeConfig(e: Env, env: NodeJS.ProcessEnv, problems: string[]): StripeConfig | undefined {
-  const prices: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) {
-    const match = STRIPE_PRICE.exec(name);
-    if (!match || value === undefined) continue;
-    const bundle = match[1]!.toLowerCase();
-    if (!Object.hasOwn(BUNDLES, bundle)) problems.push(`  ${name}: no bundle ${bundle}; known: ${Object.keys(BUNDLES).join(', ')}`);
-    else if (!/^price_[A-Za-z0-9]+$/.test(value)) problems.push(`  ${name}: must be a Stripe price id (price_…)`);
-    else prices[bundle] = value;
-  }
-  const any = e.STRIPE_SECRET_KEY || e.STRIPE_WEBHOOK_SECRET || Object.keys(prices).length > 0;
-  if (!any) return undefined;
-  requireAll(problems, 'Stripe is configured', { STRIPE_SECRET_KEY: e.STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET: e.STRIPE_WEBHOOK_SECRET });
-  if (Object.keys(prices).length === 0) problems.push('  STRIPE_PRICE_<BUNDLE_ID>: set the price of at least one bundle, e.g. STRIPE_PRICE_SVC_MAIL_BUNDLE_1000');
-  return e.STRIPE_SECRET_KEY && e.STRIPE_WEBHOOK_SECRET
-    ? { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, prices, apiBase: e.STRIPE_API_BASE }
-    : undefined;
 }
 
 /** Threads of libuv's pool when UV_THREADPOOL_SIZE is not set (Node's default). */

@@ -3,7 +3,7 @@ import { parseAddress } from '../address.js';
 import { normaliseEmail } from '../account/accounts.js';
 import type { AccountMailer } from '../account/mailer.js';
 import type { Actor } from '../audit/trail.js';
-import type { DelistingSettings } from '../config.js';
+import type { DelistingSettings } from './settings.js';
 import { DELIST_STATUSES, type DelistStatus } from '../db/entities/delisting.js';
 import { DomainError, invalidField, sentence, unprocessable } from '../errors.js';
 import type { DelistRepository, DelistRow } from './repository.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { StripeConfig } from '../config.js';
+import type { StripeConfig } from './settings.js';
 import { withinTolerance } from '../relay/payments.js';
 import { BundleError, type BundleLedger } from '../relay/ledger.repository.js';
 import { bundleOf, type Bundle } from '../relay/policy.js';

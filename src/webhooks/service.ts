@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { AccountMailer } from '../account/mailer.js';
 import type { Network } from '../address.js';
 import type { Clock } from '../clock.js';
-import type { WebhookSettings } from '../config.js';
+import type { WebhookSettings } from './settings.js';
 import { DomainError, invalidField, unprocessable, within } from '../errors.js';
 import type { Caller } from '../keys/service.js';
 import type { ReportListener } from '../reputation/service.js';
