@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { SignupMode, WebConfig } from '../config.js';
+import type { SignupMode, WebConfig } from './settings.js';
 import { ROLES, type Role } from '../roles.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { DomainError } from '../errors.js';

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { LIBUV_DEFAULT_THREADS } from '../config.js';
+import { LIBUV_DEFAULT_THREADS } from '../account/settings.js';
 import type { Pool } from '../db/pool.js';
 import { API_BASE } from '../openapi.js';
 

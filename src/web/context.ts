@@ -8,7 +8,7 @@ import { looksLikeToken, newToken } from '../account/secrets.js';
 import type { Session, Sessions } from '../account/sessions.repository.js';
 import type { AuthThrottle } from '../account/throttle.repository.js';
 import type { Clock } from '../clock.js';
-import type { WebConfig } from '../config.js';
+import type { WebConfig } from '../account/settings.js';
 import type { KeyService } from '../keys/service.js';
 import type { Meter } from '../keys/usage.repository.js';
 import type { StripePayments } from '../payments/stripe.js';

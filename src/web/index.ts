@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Logger } from 'pino';
 import { sharedSecret } from '../account/secrets.repository.js';
 import type { Clock } from '../clock.js';
-import type { WebConfig } from '../config.js';
+import type { WebConfig } from '../account/settings.js';
 import type { Orm } from '../db/orm.js';
 import type { Services } from '../services.js';
 import { Assets, Pages } from './render.js';
