@@ -4,6 +4,8 @@ import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
 import { delistingSettings, delistingVariables, type DelistingSettings } from './delisting/settings.js';
 import { paymentSettings, paymentVariables, STRIPE_PRICE, stripeSettings, type StripeConfig } from './payments/settings.js';
 import { relaySettings, relayVariables, type RelayConfig } from './relay/settings.js';
+import { reputationSettings, reputationVariables, type ReputationSettings } from './reputation/settings.js';
+import { blacklistSettings, blacklistVariables, type BlacklistSettings } from './blacklist/settings.js';
 import { webhookSettings, webhookVariables, type WebhookSettings } from './webhooks/settings.js';
 import { accountSettings, accountVariables, type WebConfig } from './account/settings.js';
 import { boolean } from './settings.js';
@@ -25,14 +27,6 @@ function parseTrustProxy(raw: string): boolean | number | string[] {
   if (value === 'true') return true;
   if (/^\d+$/.test(value)) return Number(value);
   return value.split(',').map((part) => part.trim()).filter(Boolean);
-}
-
-/** POST /report's group commit (REPORT_BATCH_MS, REPORT_BATCH_MAX; reputation/report-batcher.ts). */
-export interface ReportBatching {
-  /** 0 writes each report at once, on its own. */
-  ms: number;
-  /** 1 writes each report at once, on its own, too. */
-  max: number;
 }
 
 
@@ -66,21 +60,10 @@ const schema = z.object({
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(300).default(10),
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(40),
   KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
-  REPORT_BATCH_MS: z.coerce.number().min(0).max(1000).default(3),
-  REPORT_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
   VALIDATE_RESPONSES: boolean.optional(),
-  BLACKLIST_INTERVAL_MINUTES: z.coerce.number().min(1).max(1440).default(15),
-  BLACKLIST_HISTORY: z.coerce.number().int().min(1).max(672).default(8),
   QUOTA_SYNCHRONOUS_COMMIT: boolean.default(false),
-  DNSBL_FILE: z.string().min(1).optional(),
-  DNSBL_ZONE: z
-    .string()
-    .regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i, 'must be a DNS zone name such as bl.example.com')
-    .optional(),
-  DNSBL_CONFIDENCE: z.coerce.number().int().min(0).max(100).default(90),
-  // At least 365: the longest history clients ask for (maxAgeInDays) stays whole.
-  REPORT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the longest maxAgeInDays a client may ask for)').max(36500).default(365),
-  BLACKLIST_CACHE_MB: z.coerce.number().min(0).max(4096).default(32),
+  ...reputationVariables,
+  ...blacklistVariables,
   ...relayVariables,
   ...paymentVariables,
   RULES_DIR: z.string().min(1).optional(),
@@ -101,7 +84,8 @@ export const CONFIG_VARIABLE_PATTERNS: readonly { pattern: RegExp; documentedAs:
   { pattern: STRIPE_PRICE, documentedAs: 'STRIPE_PRICE_<BUNDLE_ID>' },
 ];
 
-export type Config = {
+export type Config = ReputationSettings &
+  BlacklistSettings & {
   port: number;
   host: string;
   /** Unset: the server runs an embedded PostgreSQL (PGlite) under `dataDir`. */
@@ -137,26 +121,8 @@ export type Config = {
   /** Delisting requests: bounds, default approval, the dashboard's reviewers. */
   delisting: DelistingSettings;
   webhooks: WebhookSettings;
-  /** POST /report's group commit: reports gathered this long (0: each on its own), at most `max` per transaction. */
-  reportBatching: ReportBatching;
   /** Check every response against the OpenAPI document (on by default outside production). */
   validateResponses: boolean;
-  /** How often the blacklist snapshot is regenerated. */
-  blacklistIntervalMs: number;
-  /** Earlier snapshots kept beside the current one, for deltas (`since`) and bouncers' pulls. */
-  blacklistHistory: number;
-  /**
-   * The DNS blocklist file each process rewrites (atomically) when the snapshot changed
-   * (DNSBL_FILE; unset: none), its zone for the SOA (DNSBL_ZONE) and its confidence (DNSBL_CONFIDENCE, 90).
-   */
-  dnsbl: { file: string | undefined; zone: string | undefined; confidence: number };
-  /**
-   * Reports are kept at least this long (REPORT_RETENTION_DAYS, 365), then dropped with their
-   * month's partition, and every address's aggregate is recomputed without them.
-   */
-  reportRetentionMs: number;
-  /** Bytes of rendered lists a process keeps to answer repeated polls (0: render every time). */
-  blacklistCacheBytes: number;
   /** Signed rule sets: the folder of `<name>.json` files and the Ed25519 key that signs them. */
   rules: { dir: string; signingKeyFile: string | undefined };
   /** MaxMind-format databases that replace the bundled geolocation data. */
@@ -213,15 +179,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
     delisting: delistingSettings(e),
     webhooks: webhookSettings(e),
-    reportBatching: { ms: e.REPORT_BATCH_MS, max: e.REPORT_BATCH_MAX },
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
-    blacklistIntervalMs: e.BLACKLIST_INTERVAL_MINUTES * 60_000,
-    blacklistHistory: e.BLACKLIST_HISTORY,
-    dnsbl: { file: e.DNSBL_FILE, zone: e.DNSBL_ZONE?.replace(/\.$/, '').toLowerCase(), confidence: e.DNSBL_CONFIDENCE },
-    reportRetentionMs: e.REPORT_RETENTION_DAYS * 86_400_000,
-    blacklistCacheBytes: Math.round(e.BLACKLIST_CACHE_MB * 1024 * 1024),
     geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
     rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
+    ...reputationSettings(e),
+    ...blacklistSettings(e),
     relay,
     payments: paymentSettings(e),
     web,

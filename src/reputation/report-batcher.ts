@@ -1,10 +1,10 @@
-import type { ReportBatching } from '../config.js';
+import type { ReportBatching } from './settings.js';
 import type { Queryable } from '../db/pool.js';
 import { QuotaExceeded, type Payer, type Quota, type Usage } from '../keys/quota.js';
 import type { NewReport, Reporter, StoredReport } from './repository.js';
 
 /** How long POST /report's group commit gathers reports, and how many it writes at most at once. */
-export type { ReportBatching } from '../config.js';
+export type { ReportBatching } from './settings.js';
 
 export type BatchedReport = NewReport & { reporter: Reporter };
 
