@@ -1,9 +1,11 @@
-import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_PUBLIC_LIMITS, type PublicLimits } from './roles.js';
 import { delistingSettings, delistingVariables, type DelistingSettings } from './delisting/settings.js';
 import { paymentSettings, paymentVariables, STRIPE_PRICE, stripeSettings, type StripeConfig } from './payments/settings.js';
 import { relaySettings, relayVariables, type RelayConfig } from './relay/settings.js';
+import { keySettings, keyVariables, type KeySettings } from './keys/settings.js';
+import { rulesSettings, rulesVariables, type RulesSettings } from './rules/settings.js';
+import { geoSettings, geoVariables, type GeoSettings } from './geo/settings.js';
 import { reputationSettings, reputationVariables, type ReputationSettings } from './reputation/settings.js';
 import { blacklistSettings, blacklistVariables, type BlacklistSettings } from './blacklist/settings.js';
 import { webhookSettings, webhookVariables, type WebhookSettings } from './webhooks/settings.js';
@@ -59,17 +61,14 @@ const schema = z.object({
   FAULT_BUDGET: z.coerce.number().int().min(0).default(20),
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(300).default(10),
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(40),
-  KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(10),
   VALIDATE_RESPONSES: boolean.optional(),
-  QUOTA_SYNCHRONOUS_COMMIT: boolean.default(false),
+  ...keyVariables,
   ...reputationVariables,
+  ...rulesVariables,
+  ...geoVariables,
   ...blacklistVariables,
   ...relayVariables,
   ...paymentVariables,
-  RULES_DIR: z.string().min(1).optional(),
-  RULES_SIGNING_KEY_FILE: z.string().min(1).optional(),
-  GEOIP_COUNTRY_DB: z.string().min(1).optional(),
-  GEOIP_ASN_DB: z.string().min(1).optional(),
   NODE_ENV: z.string().default('development'),
   ...accountVariables,
   ...delistingVariables,
@@ -84,8 +83,11 @@ export const CONFIG_VARIABLE_PATTERNS: readonly { pattern: RegExp; documentedAs:
   { pattern: STRIPE_PRICE, documentedAs: 'STRIPE_PRICE_<BUNDLE_ID>' },
 ];
 
-export type Config = ReputationSettings &
-  BlacklistSettings & {
+export type Config = KeySettings &
+  ReputationSettings &
+  BlacklistSettings &
+  RulesSettings &
+  GeoSettings & {
   port: number;
   host: string;
   /** Unset: the server runs an embedded PostgreSQL (PGlite) under `dataDir`. */
@@ -110,23 +112,15 @@ export type Config = ReputationSettings &
   metricsLoopback: boolean;
   /** The public allowance of unauthenticated callers: per address (/64), and per wider IPv6 prefix. */
   publicLimits: PublicLimits;
-  /** QUOTA_SYNCHRONOUS_COMMIT: a standalone charge of a daily counter waits for the WAL flush (keys/usage.repository.ts ASYNC_COMMIT). */
-  quotaSynchronousCommit: boolean;
   /** Server errors (but 503) a key or address may meet per day before its charges stand and it is refused. */
   faultBudget: number;
   /** Graceful stop: how long a draining process keeps serving after SIGTERM, and the deadline of the whole stop. */
   shutdown: { drainMs: number; timeoutMs: number };
-  /** How long a process trusts a key lookup: a revocation reaches every process within it. */
-  keyCacheMs: number;
   /** Delisting requests: bounds, default approval, the dashboard's reviewers. */
   delisting: DelistingSettings;
   webhooks: WebhookSettings;
   /** Check every response against the OpenAPI document (on by default outside production). */
   validateResponses: boolean;
-  /** Signed rule sets: the folder of `<name>.json` files and the Ed25519 key that signs them. */
-  rules: { dir: string; signingKeyFile: string | undefined };
-  /** MaxMind-format databases that replace the bundled geolocation data. */
-  geoip: { countryDb?: string; asnDb?: string };
   relay: RelayConfig;
   payments: { secret: string | undefined; toleranceSeconds: number };
   web: WebConfig;
@@ -173,16 +167,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     metricsLoopback: e.NODE_ENV !== 'production',
     publicLimits: { ...DEFAULT_PUBLIC_LIMITS, v6AggregatePrefix: e.PUBLIC_V6_AGGREGATE_PREFIX, v6AggregateLimit: e.PUBLIC_V6_AGGREGATE_LIMIT },
-    quotaSynchronousCommit: e.QUOTA_SYNCHRONOUS_COMMIT,
     faultBudget: e.FAULT_BUDGET,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000, timeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000 },
-    keyCacheMs: e.KEY_CACHE_SECONDS * 1000,
     delisting: delistingSettings(e),
     webhooks: webhookSettings(e),
     validateResponses: e.VALIDATE_RESPONSES ?? e.NODE_ENV !== 'production',
-    geoip: { countryDb: e.GEOIP_COUNTRY_DB, asnDb: e.GEOIP_ASN_DB },
-    rules: { dir: e.RULES_DIR ?? path.join(e.DATA_DIR, 'rules'), signingKeyFile: e.RULES_SIGNING_KEY_FILE },
+    ...keySettings(e),
     ...reputationSettings(e),
+    ...rulesSettings(e, { dataDir: e.DATA_DIR }),
+    ...geoSettings(e),
     ...blacklistSettings(e),
     relay,
     payments: paymentSettings(e),
