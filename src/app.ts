@@ -286,19 +286,18 @@ export function buildApp(deps: AppDeps): Express {
   // Bodies are read only under the APIs' bases, and only after the key they present was looked
   // up: up to JSON_BODY_LIMIT with a valid key, KEYLESS_BODY_LIMIT without (http/body-limits.ts).
   const keyedBodies = inOrder([authenticateBeforeBody(keys, (path) => mountedAt(path)?.keyHeader), ...boundedBodyParsers(JSON_BODY_LIMIT)]);
-  // Form bodies' array fields, by the operation's method and path (one lookup; a templated path,
-  // should a form operation ever have one, by its pattern).
+  // Form bodies' array fields, by the operation's method and path: one lookup. No form operation
+  // has a path parameter; one that did would need its own matching here, so it stops the start.
   const formFields = new Map<string, RequestHandler>();
-  const templatedFormFields: { method: string; pattern: RegExp; step: RequestHandler }[] = [];
   for (const { base, document } of mounted) {
     for (const [key, fields] of formArrayFields(document)) {
       const [method, path] = key.split(' ') as [string, string];
-      if (path.includes('{')) templatedFormFields.push({ method, pattern: templatePattern(base + path), step: formArrays(fields) });
-      else formFields.set(`${method} ${base}${path}`, formArrays(fields));
+      if (path.includes('{')) throw new Error(`${key} takes a form and has a path parameter: app.ts finds form fields by literal path only`);
+      formFields.set(`${method} ${base}${path}`, formArrays(fields));
     }
   }
   const formFieldsStep: RequestHandler = (req, res, next) => {
-    const step = formFields.get(`${req.method} ${req.path}`) ?? templatedFormFields.find((t) => t.method === req.method && t.pattern.test(req.path))?.step;
+    const step = formFields.get(`${req.method} ${req.path}`);
     return step ? step(req, res, next) : next();
   };
   memoiseValidatorRouteMatchers();
@@ -371,9 +370,6 @@ function noSniff(_req: Request, res: Response, next: NextFunction) {
   res.setHeader('X-Content-Type-Options', 'nosniff');
   next();
 }
-
-/** `/reports/{ip}` -> a pattern matching `/reports/` and one segment. */
-const templatePattern = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`);
 
 /**
  * The validator's type coercion (ajv) turns `Infinity` into a number that then passes

@@ -67,10 +67,11 @@ interface Metadata {
   [more: string]: unknown;
 }
 
-/** The most method-and-path pairs kept: the document's paths without parameters, by method. */
-const MAX_KNOWN = 1_000;
-
-/** The metadata step, with the operations of the document's parameterless paths kept (above). */
+/**
+ * The metadata step, with the operations of the document's parameterless paths kept (above). What
+ * is kept is bounded by the document: one entry per operation on such a path (a method the path
+ * does not take is refused by the library's step, and nothing is kept for it).
+ */
 function knownOperations(metadata: RequestHandler, context: OpenApiContext): RequestHandler {
   const literal = new Set(context.routes.filter((route) => route.pathParams.length === 0 && !route.openApiRoute.includes('{')).map((route) => route.openApiRoute));
   const known = new Map<string, Metadata>();
@@ -87,7 +88,7 @@ function knownOperations(metadata: RequestHandler, context: OpenApiContext): Req
     }
     metadata(req, res, (err?: unknown) => {
       const openapi = (req as { openapi?: Metadata }).openapi;
-      if (err === undefined && openapi?.openApiRoute === path && known.size < MAX_KNOWN) known.set(key, { ...openapi });
+      if (err === undefined && openapi?.openApiRoute === path) known.set(key, { ...openapi });
       next(err);
     });
   };
