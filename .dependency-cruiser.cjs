@@ -3,7 +3,7 @@
  * (a step of `npm test`): `npx depcruise src --config .dependency-cruiser.cjs`.
  *
  * The layers, top to bottom:
- *   the composition root   src/main.ts, src/start.ts, src/app.ts, src/services.ts (the object graph,
+ *   the composition root   src/main.ts, src/start.ts, src/app.ts, src/modules.ts (the areas' modules,
  *                          built once by start.ts and by the CLI)
  *   the edges              src/http/, src/web/, src/cli/ (and each area's handlers.ts)
  *   the areas              src/<area>/: handlers -> service -> repository
@@ -32,9 +32,9 @@ module.exports = {
       name: 'areas-not-to-http',
       severity: 'error',
       comment:
-        'An area does not import the HTTP edge (src/http/): only its handlers do, and the composition root. ' +
-        'Services and repositories know nothing of requests, statuses or headers.',
-      from: { path: `^src/${AREAS}/`, pathNot: '/handlers\\.ts$' },
+        'An area does not import the HTTP edge (src/http/): only its handlers do, its module (which hands them ' +
+        "the edge's pieces) and the composition root. Services and repositories know nothing of requests, statuses or headers.",
+      from: { path: `^src/${AREAS}/`, pathNot: '/(handlers|module)\\.ts$' },
       to: { path: '^src/http/' },
     },
     {
@@ -42,7 +42,7 @@ module.exports = {
       severity: 'error',
       comment: 'An area does not import the pages (src/web/), the CLI (src/cli/) or the composition root.',
       from: { path: `^src/${AREAS}/` },
-      to: { path: '^src/(web|cli)/|^src/(main|start|app|services)\\.ts$' },
+      to: { path: '^src/(web|cli)/|^src/(main|start|app|modules)\\.ts$' },
     },
     {
       name: 'no-other-areas-handlers',
@@ -59,7 +59,7 @@ module.exports = {
         'which imports nothing) never import an area, an edge or the composition root: they are what everything ' +
         'else stands on.',
       from: { path: `^src/config\\.ts$|^src/db/|${SHARED}|${SLICE}` },
-      to: { path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app|services)\\.ts$`, pathNot: SLICE },
+      to: { path: `^src/${AREAS}/|^src/(http|web|cli)/|^src/(main|start|app|modules)\\.ts$`, pathNot: SLICE },
     },
     {
       name: 'slices-stand-alone',

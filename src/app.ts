@@ -7,7 +7,6 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Orm } from './db/orm.js';
 import { ping, type Pool } from './db/pool.js';
-import { categoryHandlers } from './categories/handlers.js';
 import { authenticateBeforeBody, guard, siteLimit } from './http/auth.js';
 import { boundedBodyParsers, multipartLimits } from './http/body-limits.js';
 import { ApiError } from './http/errors.js';
@@ -24,37 +23,20 @@ import { openApiValidator } from './http/validator.js';
 import { Metering } from './http/metering.js';
 import type { Metrics } from './http/metrics.js';
 import type { AnyOperationId, Handler, Handlers } from './http/types.js';
-import { keyHandlers } from './keys/handlers.js';
-import { notificationHandlers } from './notifications/handlers.js';
-import { rulesHandlers } from './rules/handlers.js';
 import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
 import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, WEBHOOKS_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
-import { blacklistHandlers } from './blacklist/handlers.js';
-import { reputationHandlers } from './reputation/handlers.js';
-import { statsHandlers } from './stats/handlers.js';
-import { relayHandlers, relayWebhookHandlers } from './relay/handlers.js';
-import { stripeHandlers } from './payments/handlers.js';
-import { StripeEvents } from './payments/stripe.js';
 import { webhookBodyParsers } from './http/webhook-bodies.js';
-import { PaymentEvents } from './relay/payments.js';
-import { RECEIPT_BODY_LIMIT, SmsReceipts } from './relay/receipts.js';
-import type { RelayRuntime } from './relay/runtime.js';
+import { RECEIPT_BODY_LIMIT } from './relay/receipts.js';
 import { BULK_REPORT_MAX_BYTES } from './reputation/service.js';
-import { delistingHandlers } from './delisting/handlers.js';
-import { webhookHandlers } from './webhooks/handlers.js';
-import { abuseipdbHandlers } from './abuseipdb/handlers.js';
-import { bouncerGuard, crowdsecHandlers } from './crowdsec/handlers.js';
 import { buildWeb } from './web/index.js';
-import type { Services } from './services.js';
+import type { Modules } from './modules.js';
 
 export interface AppDeps {
   orm: Orm;
   pool: Pool;
-  /** The areas' services, built once by the composition root (services.ts). */
-  services: Services;
-  /** The SMS provider's delivery receipts, where it posts them. */
-  smsReceipts?: RelayRuntime['smsReceipts'];
+  /** The areas' modules, built once by the composition root (modules.ts). */
+  modules: Modules;
   metrics: Metrics;
   config: Pick<Config, 'trustProxy' | 'validateResponses' | 'relay' | 'payments' | 'publicLimits' | 'faultBudget' | 'web' | 'stripe' | 'metricsToken' | 'metricsLoopback' | 'delisting'>;
   logger: Logger;
@@ -115,34 +97,14 @@ const DOCS_CSP =
 
 /** Builds the HTTP application. It performs no I/O of its own until a request arrives. */
 export function buildApp(deps: AppDeps): Express {
-  const { orm, pool, services, metrics, config, logger, clock, api } = deps;
+  const { orm, pool, modules, metrics, config, logger, clock, api } = deps;
   const drain = deps.drain ?? new Drain();
-  const { meter, authenticator: keys, reputation, sites, snapshots, blacklist } = services;
+  const { meter, authenticator: keys, sites } = modules.keys;
   const metering = new Metering(meter, clock, metrics);
   const faults = new FaultBudget(meter, clock, config.faultBudget);
-  drain.onStop(() => services.mailer.settle());
-  // The reports gathered are written first; the webhook events they make are stored after them.
-  drain.onStop(() => reputation.close().then(() => services.webhooks.settle()));
-  const pages = buildWeb({ orm, clock, logger, web: config.web, services, delistReviewers: config.delisting.operatorEmails });
-  const handlers: Handlers = {
-    ...categoryHandlers(services.categories),
-    ...keyHandlers(meter, sites, clock),
-    ...reputationHandlers(reputation, metering),
-    ...blacklistHandlers(blacklist, snapshots, metering),
-    ...statsHandlers(services.stats),
-    ...relayHandlers(services.relay),
-    ...notificationHandlers(services.notifications),
-    ...rulesHandlers(services.rulesets),
-    ...crowdsecHandlers(services.decisions),
-    ...abuseipdbHandlers(services.abuseipdb, blacklist, metering),
-    ...relayWebhookHandlers(
-      new PaymentEvents(services.ledger, config.payments, clock),
-      new SmsReceipts(deps.smsReceipts, services.relayMessages, clock, logger, metrics),
-    ),
-    ...stripeHandlers(new StripeEvents(services.stripe, services.ledger, logger, clock, config.payments.toleranceSeconds)),
-    ...delistingHandlers(services.delisting),
-    ...webhookHandlers(services.webhooks),
-  };
+  drain.onStop(() => modules.settle());
+  const pages = buildWeb({ orm, clock, logger, web: config.web, modules, delistReviewers: config.delisting.operatorEmails });
+  const handlers = modules.handlers({ metering });
   // Who may call each operation and what it costs, as each document states it (x-access, x-charge).
   const access: AccessRules = { ...accessRules(api.document), ...accessRules(api.protocols.abuseipdb.document) };
   const ruleOf = (op: AnyOperationId): AccessRule => {
@@ -170,7 +132,7 @@ export function buildApp(deps: AppDeps): Express {
         },
       },
     },
-    { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [bouncerGuard(services.bouncers)] },
+    { base: CROWDSEC_BASE, document: api.protocols.crowdsec.document, chain: () => [modules.crowdsec.guard()] },
     {
       // The inbound webhooks: authenticated by their providers' signatures on the raw body, in
       // the handlers; no key, no charge. Providers add fields of their own to a receipt's query.

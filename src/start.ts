@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { hashActivity } from './account/passwords.js';
-import { PurgeJob, purgeSettingsOf } from './account/purge-job.js';
 import { buildApp } from './app.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -13,14 +12,12 @@ import { openGeoIp } from './geo/geoip.js';
 import { Drain } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
 import { createHttpServer, SERVER_TIMEOUTS } from './http/server.js';
-import { BlacklistJob } from './jobs/blacklist-job.js';
 import { Scheduler } from './jobs/scheduler.js';
-import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { API_BASE, loadApiArtifacts, projectRoot } from './openapi.js';
 import { ApiReference, redoclyCli, referenceFileOf } from './reference.js';
 import { logProgress } from './progress.js';
 import { startRelay, type RelayRuntime } from './relay/runtime.js';
-import { buildServices, type Services } from './services.js';
+import { buildModules, type Modules } from './modules.js';
 
 export interface StartOptions {
   logger: Logger;
@@ -81,30 +78,30 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     openGeoIp({ ...config.geoip, progress: logProgress(logger) }),
     options.database ?? connectDatabase(config, logger, { migrate: options.migrate ?? 'apply' }),
   ]);
-  // The metrics read the relay's backlog from the services, built once the relay's queue is up
+  // The metrics read the relay's backlog from its module, built once the relay's queue is up
   // (before the server listens, so before anything reads the metrics).
-  let services: Services | undefined;
+  let modules: Modules | undefined;
   const metrics = new Metrics(
     database.pool,
-    () => services!.relayMessages.backlog(clock.now()),
+    () => modules!.relay.messages.backlog(clock.now()),
     () => hashActivity,
     (database.replicas as Partial<ReplicaPool>).counts,
   );
   // pg-boss and the relay's LISTEN keep session state: the direct URL, never a transaction pooler.
-  const relay = await startRelay(config.relay, database.directUrl, database.pool, clock, logger, {
+  const relay = await startRelay(config.relay, database.directUrl, clock, logger, {
     queueConnections: options.queueConnections ?? (database.embedded ? 2 : 4),
     metrics,
     // The embedded database has one process and one session: no one else to hear from.
     listen: !database.embedded,
   });
-  services = buildServices({ orm: database.orm, pool: database.pool, replicas: database.replicas, clock, logger, config, geo, relayQueue: relay.queue });
+  modules = buildModules({ orm: database.orm, pool: database.pool, replicas: database.replicas, clock, logger, config, geo, relay, metrics });
+  relay.deliver(modules.relay.messages);
   const drain = new Drain();
   const app = buildApp({
     drain,
     orm: database.orm,
     pool: database.pool,
-    services,
-    smsReceipts: relay.smsReceipts,
+    modules,
     metrics,
     config,
     logger,
@@ -112,22 +109,11 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
     api,
     reference,
   });
-  // The scheduled jobs run on pg-boss schedules: one run across every process sharing the database.
+  // The areas' jobs: the scheduled ones on pg-boss schedules (one run across every process
+  // sharing the database), the webhooks' dispatcher beside them.
   const scheduler = options.jobs === false ? undefined : await Scheduler.open(database.directUrl, logger, { max: database.embedded ? 1 : 2 });
-  const blacklistJob = new BlacklistJob(
-    services.snapshots,
-    clock,
-    config.blacklistIntervalMs,
-    logger,
-    config.dnsbl.file ? { ...config.dnsbl, file: config.dnsbl.file, publicUrl: config.web.publicUrl } : undefined,
-  );
-  if (scheduler) {
-    await blacklistJob.start(scheduler);
-    await new PurgeJob(database.pool, clock, purgeSettingsOf(config), logger).start(scheduler);
-  }
-  // Outbound webhooks: their events and deliveries, with the scheduled jobs.
-  const webhookDispatcher = scheduler ? new WebhookDispatcher(services.webhooks, logger) : undefined;
-  webhookDispatcher?.start();
+  const jobs = scheduler ? modules.jobs : [];
+  for (const job of jobs) await job.start(scheduler!);
 
   const server = createHttpServer(app, options.timeouts);
   await new Promise<void>((resolve, reject) => {
@@ -164,8 +150,7 @@ export async function start(config: Config, options: StartOptions): Promise<Runn
       await drain.finish();
       logger.info('stopping: reports gathered for a group commit written');
       await scheduler?.stop();
-      await blacklistJob.stop();
-      await webhookDispatcher?.stop();
+      for (const job of [...jobs].reverse()) await job.stop?.();
       await relay.stop();
       logger.info('stopping: scheduled jobs and relay worker stopped');
       await database.close();

@@ -2,7 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AccountMailer } from '../account/mailer.js';
-import { purgeAccounts, purgeSettingsOf } from '../account/purge-job.js';
+import { purgeAccounts, purgeSettingsOf } from '../account/job.js';
 import { Sessions } from '../account/sessions.repository.js';
 import { AuthThrottle } from '../account/throttle.repository.js';
 import { systemClock } from '../clock.js';

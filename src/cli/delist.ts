@@ -2,9 +2,9 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DELIST_STATUSES } from '../db/entities/delisting.js';
 import { DELIST_DAYS_MAX } from '../delisting/rules.js';
 import type { DelistService, DelistReview } from '../delisting/service.js';
-import type { Services } from '../services.js';
+import type { Modules } from '../modules.js';
 
-type WithServices = <T>(work: (services: Services) => Promise<T>) => Promise<T>;
+type WithModules = <T>(work: (modules: Modules) => Promise<T>) => Promise<T>;
 type Print = (value: unknown, json: boolean, text: () => string) => void;
 
 function days(value: string): number {
@@ -20,17 +20,17 @@ function evidenceCount(value: string): number {
 }
 
 /**
- * The service as the operator's commands use it (services.ts): the decision mails go through the
+ * The service as the operator's commands use it (modules.ts): the decision mails go through the
  * server's mail settings (RELAY_SMTP_URL or the outbox, ACCOUNT_MAIL_FROM), and the command waits
  * for them before it ends.
  */
-async function withService<T>(withServices: WithServices, work: (service: DelistService) => Promise<T>): Promise<T> {
-  return withServices(async (services) => {
+async function withService<T>(withModules: WithModules, work: (service: DelistService) => Promise<T>): Promise<T> {
+  return withModules(async (modules) => {
     try {
-      return await work(services.delisting);
+      return await work(modules.delisting.service);
     } finally {
-      await services.mailer.settle();
-      services.mailer.close();
+      await modules.account.mailer.settle();
+      modules.account.mailer.close();
     }
   });
 }
@@ -53,7 +53,7 @@ function line(r: DelistReview): string {
 }
 
 /** `delist list|approve|reject`: the operator's review of delisting requests. */
-export function delistCommands(program: Command, withServices: WithServices, print: Print): void {
+export function delistCommands(program: Command, withModules: WithModules, print: Print): void {
   const delist = program.command('delist').description('delisting requests: review them, approve (whitelist for N days) or reject');
 
   delist
@@ -63,7 +63,7 @@ export function delistCommands(program: Command, withServices: WithServices, pri
     .option('--evidence <n>', 'with each request to decide, the private evidence of the newest N reports about its address', evidenceCount)
     .option('--json', 'print a JSON array')
     .action(async (opts: { status?: string; evidence?: number; json?: boolean }) => {
-      const listed = await withService(withServices, (service) => service.list(opts.status, 500, { evidence: opts.evidence }));
+      const listed = await withService(withModules, (service) => service.list(opts.status, 500, { evidence: opts.evidence }));
       print(listed, !!opts.json, () => listed.map(line).join('\n') || 'no delisting requests');
     });
 
@@ -74,7 +74,7 @@ export function delistCommands(program: Command, withServices: WithServices, pri
     .option('--note <text>', 'a note for the requester (one line)')
     .option('--json', 'print a JSON object')
     .action(async (id: string, opts: { days?: number; note?: string; json?: boolean }) => {
-      const done = await withService(withServices, (service) => service.approve(id, { days: opts.days, note: opts.note }, { actor: 'cli' }));
+      const done = await withService(withModules, (service) => service.approve(id, { days: opts.days, note: opts.note }, { actor: 'cli' }));
       print(done, !!opts.json, () => `approved ${done.id}: ${done.ip} is whitelisted until ${done.whitelistUntil}; it leaves the list at the next regeneration`);
     });
 
@@ -84,7 +84,7 @@ export function delistCommands(program: Command, withServices: WithServices, pri
     .requiredOption('--note <text>', 'why (mailed to the requester; one line)')
     .option('--json', 'print a JSON object')
     .action(async (id: string, opts: { note: string; json?: boolean }) => {
-      const done = await withService(withServices, (service) => service.reject(id, { note: opts.note }, { actor: 'cli' }));
+      const done = await withService(withModules, (service) => service.reject(id, { note: opts.note }, { actor: 'cli' }));
       print(done, !!opts.json, () => `rejected ${done.id} (${done.ip})`);
     });
 }

@@ -14,7 +14,7 @@ import { checkZone, writeDnsblFile } from '../blacklist/dnsbl.js';
 import { systemClock } from '../clock.js';
 import type { Logger } from 'pino';
 import type { GeoIp } from '../geo/geoip.js';
-import { buildServices, type Services } from '../services.js';
+import { buildModules, type Modules } from '../modules.js';
 import { bundleBalance } from '../relay/ledger.repository.js';
 import { BUNDLES } from '../relay/policy.js';
 import type { RelayMessageView } from '../relay/repository.js';
@@ -25,7 +25,7 @@ import { generateSigningKey, publicKeyBase64, readSigningKey } from '../rules/ru
 import { AccountRepository } from '../account/repository.js';
 import { accountCommands } from './accounts.js';
 import { delistCommands } from './delist.js';
-import { maintainReports } from '../account/purge-job.js';
+import { maintainReports } from '../account/job.js';
 import { DEFAULT_BOUNCER_CONFIDENCE } from '../crowdsec/bouncers.js';
 import type { Bouncer } from '../crowdsec/repository.js';
 import { escapeUnprintable, printableJson } from '../text.js';
@@ -83,12 +83,12 @@ export function createProgram(io: CliIo): Command {
   }
 
   /**
-   * A command's work with the areas' services (services.ts), built once for it. The GeoIP data
+   * A command's work with the areas' modules (modules.ts), built once for it. The GeoIP data
    * takes a while to load and only the commands that look addresses up open it (`geo`).
    */
-  async function withServices<T>(work: (services: Services, db: Database) => Promise<T>, options: { geo?: GeoIp; migrate?: MigrateMode } = {}): Promise<T> {
+  async function withModules<T>(work: (modules: Modules, db: Database) => Promise<T>, options: { geo?: GeoIp; migrate?: MigrateMode } = {}): Promise<T> {
     return withDatabase(
-      (db, logger) => work(buildServices({ orm: db.orm, pool: db.pool, replicas: db.replicas, clock: systemClock, logger, config: loadConfig(io.env), geo: options.geo ?? NO_GEOIP }), db),
+      (db, logger) => work(buildModules({ orm: db.orm, pool: db.pool, replicas: db.replicas, clock: systemClock, logger, config: loadConfig(io.env), geo: options.geo ?? NO_GEOIP }), db),
       options.migrate,
     );
   }
@@ -114,8 +114,8 @@ export function createProgram(io: CliIo): Command {
     .option('--account <id>', 'add the key to this existing account instead', positiveInt)
     .option('--json', 'print one JSON object')
     .action(async (opts: { role: Role; licences?: number; email?: string; account?: number; name?: string; json?: boolean }) => {
-      const created = await withServices((s) =>
-        s.keys.create({
+      const created = await withModules((s) =>
+        s.keys.keys.create({
           role: opts.role,
           licences: opts.licences,
           email: opts.email,
@@ -138,7 +138,7 @@ export function createProgram(io: CliIo): Command {
     .description('list keys (prefix, account, role, state); never the keys themselves')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const listed = await withServices((s) => s.keys.list());
+      const listed = await withModules((s) => s.keys.keys.list());
       print(listed, !!opts.json, () =>
         listed
           .map((k) =>
@@ -153,7 +153,7 @@ export function createProgram(io: CliIo): Command {
     .description('revoke a key; it stops working at once')
     .option('--json', 'print a JSON object')
     .action(async (keyId: string, opts: { json?: boolean }) => {
-      const revoked = await withServices((s) => s.keys.revoke(keyId, systemClock.now()));
+      const revoked = await withModules((s) => s.keys.keys.revoke(keyId, systemClock.now()));
       if (!revoked) {
         io.stderr.write(`no active key ${keyId}\n`);
         io.exitCode = 1;
@@ -169,7 +169,7 @@ export function createProgram(io: CliIo): Command {
     .option('--note <text>', 'why it is whitelisted', '')
     .option('--json', 'print a JSON object')
     .action(async (input: string, opts: { note: string; json?: boolean }) => {
-      const result = await withServices((s) => s.whitelist.add(input, opts.note));
+      const result = await withModules((s) => s.reputation.whitelist.add(input, opts.note));
       print(result, !!opts.json, () => (result.added ? `whitelisted ${result.range}` : `${result.range} was already whitelisted`));
     });
 
@@ -178,7 +178,7 @@ export function createProgram(io: CliIo): Command {
     .description('remove an address or range from the whitelist')
     .option('--json', 'print a JSON object')
     .action(async (input: string, opts: { json?: boolean }) => {
-      const result = await withServices((s) => s.whitelist.remove(input));
+      const result = await withModules((s) => s.reputation.whitelist.remove(input));
       if (!result.removed) io.exitCode = 1;
       print(result, !!opts.json, () => (result.removed ? `removed ${result.range}` : `${result.range} is not whitelisted`));
     });
@@ -188,7 +188,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the whitelist')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const entries = await withServices((s) => s.whitelist.list());
+      const entries = await withModules((s) => s.reputation.whitelist.list());
       print(entries, !!opts.json, () => entries.map((e) => `${e.range}  ${e.note}${e.expiresAt ? `  (until ${e.expiresAt})` : ''}`.trimEnd()).join('\n') || 'the whitelist is empty');
     });
 
@@ -205,7 +205,7 @@ export function createProgram(io: CliIo): Command {
       .requiredOption('--bundle <bundleId>', `one of ${Object.keys(BUNDLES).join(', ')}`)
       .option('--json', 'print a JSON object')
       .action(async (opts: { account: number; bundle: string; json?: boolean }) => {
-        const result = await withServices((s) => s.ledger.manual(kind, opts.account, opts.bundle));
+        const result = await withModules((s) => s.relay.ledger.manual(kind, opts.account, opts.bundle));
         print({ accountId: opts.account, bundleId: opts.bundle, ...result }, !!opts.json, () =>
           `${name === 'credit' ? 'credited' : 'refunded'} ${opts.bundle}: ${result.channel} balance of account ${opts.account} is ${result.balance}`,
         );
@@ -247,7 +247,7 @@ export function createProgram(io: CliIo): Command {
     .option('--limit <n>', 'how many', positiveInt, 50)
     .option('--json', 'print a JSON array')
     .action(async (opts: { account: number; limit: number; json?: boolean }) => {
-      const rows = await withServices((s) => s.relayMessages.list(opts.account, Math.min(opts.limit, 10_000)));
+      const rows = await withModules((s) => s.relay.messages.list(opts.account, Math.min(opts.limit, 10_000)));
       print(rows, !!opts.json, () =>
         rows
           .map((m) =>
@@ -262,7 +262,7 @@ export function createProgram(io: CliIo): Command {
     .description('one relay message (the queue_id of its send): each step of its delivery with its time')
     .option('--json', 'print a JSON object')
     .action(async (queueId: string, opts: { json?: boolean }) => {
-      const message = await withServices((s) => s.relayMessages.get(positiveInt(queueId)));
+      const message = await withModules((s) => s.relay.messages.get(positiveInt(queueId)));
       if (!message) {
         io.exitCode = 1;
         io.stderr.write(`no relay message ${queueId}\n`);
@@ -278,7 +278,7 @@ export function createProgram(io: CliIo): Command {
     .description('list every category with its catalogue and whether it is enabled')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const all = await withServices((s) => s.categories.all());
+      const all = await withModules((s) => s.categories.service.all());
       print(all, !!opts.json, () =>
         all.map((c) => `${String(c.id).padStart(4)}  ${c.enabled ? 'on ' : 'off'}  ${c.catalogue.padEnd(6)}  sev ${String(c.severity_level).padStart(2)}  ${c.name}`).join('\n'),
       );
@@ -291,7 +291,7 @@ export function createProgram(io: CliIo): Command {
       .option('--json', 'print a JSON object')
       .action(async (catalogue: string, opts: { json?: boolean }) => {
         if (catalogue !== 'web' && catalogue !== 'custom') throw new InvalidArgumentError('the catalogue is web or custom (core is always on)');
-        const changed = await withServices((s) => s.categories.setCatalogue(catalogue, enabled));
+        const changed = await withModules((s) => s.categories.service.setCatalogue(catalogue, enabled));
         print({ catalogue, enabled, changed }, !!opts.json, () =>
           `${changed} ${catalogue} categories ${enabled ? 'enabled' : 'disabled'}; every server process uses the change within ${CATALOGUE_TTL_MS / 1000} s`,
         );
@@ -306,8 +306,8 @@ export function createProgram(io: CliIo): Command {
     .option('--description <text>', 'what it covers', '')
     .option('--json', 'print a JSON object')
     .action(async (id: string, opts: { name: string; severity: number; description: string; json?: boolean }) => {
-      const entry = await withServices((s) =>
-        s.categories.upsertCustom({ id: positiveInt(id), name: opts.name, description: opts.description, severity: opts.severity }),
+      const entry = await withModules((s) =>
+        s.categories.service.upsertCustom({ id: positiveInt(id), name: opts.name, description: opts.description, severity: opts.severity }),
       );
       print(entry, !!opts.json, () => `category ${entry.id} (${entry.name}, severity ${entry.severity_level}) is enabled`);
     });
@@ -316,7 +316,7 @@ export function createProgram(io: CliIo): Command {
     .command('disable-one <id>')
     .description('switch one of your own categories off (reports that carry it keep it)')
     .action(async (id: string) => {
-      const done = await withServices((s) => s.categories.disableCustom(positiveInt(id)));
+      const done = await withModules((s) => s.categories.service.disableCustom(positiveInt(id)));
       if (!done) io.exitCode = 1;
       io.stdout.write(done ? `category ${id} disabled\n` : `no enabled operator category ${id}\n`);
     });
@@ -328,7 +328,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the templates and their languages')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const rows = await withServices((s) => s.smsTemplates.list());
+      const rows = await withModules((s) => s.relay.templates.list());
       print(rows, !!opts.json, () => rows.map((r) => `${r.code.padEnd(22)} ${r.lang}  ${r.builtin ? '(built in) ' : ''}${r.body}`).join('\n'));
     });
 
@@ -336,7 +336,7 @@ export function createProgram(io: CliIo): Command {
     .command('set <code> <lang> <text>')
     .description('add or replace a template text in a language, e.g. set 2fa_login it "Il tuo codice è {code}. Scade tra {expiry}."')
     .action(async (code: string, lang: string, text: string) => {
-      await withServices((s) => s.smsTemplates.set(code, lang, text));
+      await withModules((s) => s.relay.templates.set(code, lang, text));
       io.stdout.write(`template ${code} (${lang}) saved; every server process uses it within ${TEMPLATES_TTL_MS / 1000} s\n`);
     });
 
@@ -344,7 +344,7 @@ export function createProgram(io: CliIo): Command {
     .command('remove <code> <lang>')
     .description('remove a template text')
     .action(async (code: string, lang: string) => {
-      const removed = await withServices((s) => s.smsTemplates.remove(code, lang));
+      const removed = await withModules((s) => s.relay.templates.remove(code, lang));
       if (!removed) io.exitCode = 1;
       io.stdout.write(removed ? `removed ${code} (${lang})\n` : `no template ${code} (${lang})\n`);
     });
@@ -406,7 +406,7 @@ export function createProgram(io: CliIo): Command {
     .option('--limit <n>', 'at most this many addresses, highest scores first (none: all)', limitOf)
     .option('--json', 'print one JSON object')
     .action(async (name: string, opts: { confidence: number; categories?: number[] | 'all'; limit?: number | 'none'; json?: boolean }) => {
-      const { bouncer, key } = await withServices((s) => s.bouncers.add(name, bouncerOptions(opts)));
+      const { bouncer, key } = await withModules((s) => s.crowdsec.bouncers.add(name, bouncerOptions(opts)));
       print({ name: bouncer.name, key, prefix: bouncer.keyPrefix, confidence: bouncer.confidence, categories: bouncer.categories, limit: bouncer.limit }, !!opts.json, () =>
         [
           `API key for '${bouncer.name}':`,
@@ -425,7 +425,7 @@ export function createProgram(io: CliIo): Command {
     .description('list the bouncers: name, key prefix, choice of list, last pull, address and user agent')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }) => {
-      const listed = await withServices((s) => s.bouncers.list());
+      const listed = await withModules((s) => s.crowdsec.bouncers.list());
       print(listed, !!opts.json, () => listed.map(bouncerLine).join('\n') || 'no bouncers');
     });
 
@@ -437,7 +437,7 @@ export function createProgram(io: CliIo): Command {
     .option('--limit <n>', 'at most this many addresses (none: all)', limitOf)
     .option('--json', 'print one JSON object')
     .action(async (name: string, opts: { confidence?: number; categories?: number[] | 'all'; limit?: number | 'none'; json?: boolean }) => {
-      const bouncer = await withServices((s) => s.bouncers.set(name, bouncerOptions(opts)));
+      const bouncer = await withModules((s) => s.crowdsec.bouncers.set(name, bouncerOptions(opts)));
       print(bouncer, !!opts.json, () => bouncerLine(bouncer));
     });
 
@@ -445,7 +445,7 @@ export function createProgram(io: CliIo): Command {
     .command('delete <name>')
     .description('delete a bouncer; its key stops working at once')
     .action(async (name: string) => {
-      const removed = await withServices((s) => s.bouncers.remove(name));
+      const removed = await withModules((s) => s.crowdsec.bouncers.remove(name));
       if (!removed) io.exitCode = 1;
       io.stdout.write(removed ? `deleted bouncer ${name}\n` : `no bouncer ${name}\n`);
     });
@@ -460,7 +460,7 @@ export function createProgram(io: CliIo): Command {
     .option('--full', 'score every reported address again')
     .option('--json', 'print a JSON object')
     .action(async (opts: { json?: boolean; full?: boolean }) => {
-      const result = await withServices((s) => s.snapshots.regenerate(consoleProgress(io.stderr), { full: !!opts.full }));
+      const result = await withModules((s) => s.blacklist.snapshots.regenerate(consoleProgress(io.stderr), { full: !!opts.full }));
       const scored = `${result.full ? 'full pass' : 'incremental'}, ${result.rescored} scored`;
       print(result, !!opts.json, () =>
         result.changed
@@ -486,8 +486,8 @@ export function createProgram(io: CliIo): Command {
       const config = loadConfig(io.env);
       const zone = opts.zone === undefined ? config.dnsbl.zone : checkZone(opts.zone);
       const confidence = opts.confidence ?? config.dnsbl.confidence;
-      const written = await withServices((s) =>
-        writeDnsblFile(s.snapshots, opts.out, { zone, confidence, publicUrl: config.web.publicUrl }),
+      const written = await withModules((s) =>
+        writeDnsblFile(s.blacklist.snapshots, opts.out, { zone, confidence, publicUrl: config.web.publicUrl }),
       );
       print({ file: opts.out, zone: zone ?? null, confidence, ...written }, !!opts.json, () =>
         `wrote ${written.entries} addresses (confidence >= ${confidence}, snapshot ${written.snapshotId}) to ${opts.out}`,
@@ -543,9 +543,9 @@ export function createProgram(io: CliIo): Command {
     .action(async (opts: { batch: number; json?: boolean }) => {
       const config = loadConfig(io.env);
       const progress = consoleProgress(io.stderr);
-      const result = await withServices(async (s, db) => {
+      const result = await withModules(async (s, db) => {
         const geo = await openGeoIp({ ...config.geoip, progress });
-        const reputation = new ReputationService(new ReputationRepository(db.pool), s.categories, geo, systemClock);
+        const reputation = new ReputationService(new ReputationRepository(db.pool), s.categories.service, geo, systemClock);
         const step = progress.step('filling ASNs');
         const totals = await reputation.backfillAsn(opts.batch, (scanned) => step.update(scanned));
         step.done(totals);
@@ -583,14 +583,14 @@ export function createProgram(io: CliIo): Command {
     .action(async (file: string, opts: { account: number; reporterIp: string; json?: boolean }) => {
       const config = loadConfig(io.env);
       const progress = consoleProgress(io.stderr);
-      const result = await withServices(async (s, db) => {
+      const result = await withModules(async (s, db) => {
         const account = await new AccountRepository(db.pool).roleOf(opts.account);
         if (!account) throw new Error(`no account ${opts.account}`);
         const caller = { keyId: 'cli', keyName: 'cli', accountId: opts.account, role: account.role, licences: account.licences };
         const geo = await openGeoIp({ ...config.geoip, progress });
         // Not the services' reputation: an operator's import is neither metered nor gathered for a
         // group commit, each chunk is written as it is read.
-        const reputation = new ReputationService(new ReputationRepository(db.pool), s.categories, geo, systemClock);
+        const reputation = new ReputationService(new ReputationRepository(db.pool), s.categories.service, geo, systemClock);
         const step = progress.step(`importing ${file}`, (await stat(file)).size);
         const totals = { stored: 0, refused: 0, errors: [] as { line: number; input: string; error: string }[] };
         for await (const chunk of csvChunks(file)) {
@@ -634,7 +634,7 @@ export function createProgram(io: CliIo): Command {
     });
 
   accountCommands(program, withDatabase, print, io.env);
-  delistCommands(program, (work) => withServices(work), print);
+  delistCommands(program, (work) => withModules(work), print);
 
   return program;
 }

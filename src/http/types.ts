@@ -33,3 +33,4 @@ export type ApiRequest<K extends AnyOperationId> = Request<PathOf<K>, unknown, B
 /** A thin handler: read the validated input, call a service, shape the response. */
 export type Handler<K extends AnyOperationId> = (req: ApiRequest<K>, res: Response) => Promise<void> | void;
 export type Handlers = { [K in AnyOperationId]?: Handler<K> };
+

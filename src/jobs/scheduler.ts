@@ -17,6 +17,15 @@ export interface ScheduledJob {
   run(): Promise<void>;
 }
 
+/**
+ * What an area runs beside the requests (its module's `jobs`): started once the scheduler is up,
+ * stopped in the reverse order at the graceful stop, after the last request is answered.
+ */
+export interface Job {
+  start(scheduler: Scheduler): Promise<void> | void;
+  stop?(): Promise<void>;
+}
+
 export interface SchedulerOptions {
   /** Connections of the scheduler's own pool (it mostly sleeps). */
   max?: number;

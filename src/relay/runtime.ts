@@ -2,17 +2,21 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { RelayConfig } from './settings.js';
-import type { Pool } from '../db/pool.js';
 import { createMailOutbox, createMailTransport } from './delivery/mail.js';
 import { createSmsProvider, type ReceiptEndpoint } from './delivery/sms.js';
 import { RelayQueue } from './queue.js';
-import { RelayRepository } from './repository.js';
+import type { RelayRepository } from './repository.js';
 import { RelayWorker, type DeliveryMetrics, type Transports } from './worker.js';
 
 export interface RelayRuntime {
   queue: RelayQueue | undefined;
   /** The SMS provider's delivery receipts, where it posts them (RELAY_RECEIPT_BASE_URL set). */
   smsReceipts: { provider: string; endpoint: ReceiptEndpoint } | undefined;
+  /**
+   * Starts this process's delivery worker on the relay's messages (the relay module's
+   * repository), unless RELAY_DELIVERY=false; nothing without a transport.
+   */
+  deliver(messages: RelayRepository): void;
   stop(): Promise<void>;
 }
 
@@ -23,7 +27,6 @@ export interface RelayRuntime {
 export async function startRelay(
   config: RelayConfig,
   databaseUrl: string,
-  pool: Pool,
   clock: Clock,
   logger: Logger,
   options: {
@@ -58,26 +61,28 @@ export async function startRelay(
   if (!transports.sms) {
     logger.warn('relay: no SMS provider configured (RELAY_SMS_PROVIDER, or outbox for development): /relay-sms answers 503');
   }
-  if (!transports.mail && !transports.sms) return { queue: undefined, smsReceipts: undefined, stop: async () => undefined };
+  if (!transports.mail && !transports.sms) return { queue: undefined, smsReceipts: undefined, deliver: () => undefined, stop: async () => undefined };
   const queue = await RelayQueue.open(
     databaseUrl,
     { retryLimit: config.retryLimit, retryDelaySeconds: config.retryDelaySeconds, listen: options.listen ?? true },
     logger,
     options.queueConnections,
   );
-  if (config.delivery.enabled) {
-    new RelayWorker(new RelayRepository(pool), queue, transports, clock, logger, options.metrics).start(config.delivery);
-    logger.info(
-      { mail: transports.mail?.name ?? null, sms: transports.sms?.name ?? null, concurrency: config.delivery.concurrency },
-      'relay: delivering queued messages',
-    );
-  } else {
-    logger.info('relay: RELAY_DELIVERY=false, this process queues messages and other processes deliver them');
-  }
   const sms = transports.sms;
   return {
     queue,
     smsReceipts: sms?.receipts && { provider: sms.name, endpoint: sms.receipts },
+    deliver(messages) {
+      if (config.delivery.enabled) {
+        new RelayWorker(messages, queue, transports, clock, logger, options.metrics).start(config.delivery);
+        logger.info(
+          { mail: transports.mail?.name ?? null, sms: transports.sms?.name ?? null, concurrency: config.delivery.concurrency },
+          'relay: delivering queued messages',
+        );
+      } else {
+        logger.info('relay: RELAY_DELIVERY=false, this process queues messages and other processes deliver them');
+      }
+    },
     async stop() {
       await queue.stop();
       transports.mail?.close();

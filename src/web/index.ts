@@ -4,7 +4,7 @@ import { sharedSecret } from '../account/secrets.repository.js';
 import type { Clock } from '../clock.js';
 import type { WebConfig } from '../account/settings.js';
 import type { Orm } from '../db/orm.js';
-import type { Services } from '../services.js';
+import type { Modules } from '../modules.js';
 import { Assets, Pages } from './render.js';
 import { webRouter } from './router.js';
 
@@ -13,34 +13,34 @@ export interface WebParts {
   clock: Clock;
   logger: Logger;
   web: WebConfig;
-  /** The object graph (services.ts): the pages use the same services as the API. */
-  services: Services;
+  /** The areas' modules (modules.ts): the pages use the same services as the API. */
+  modules: Modules;
   /** The accounts that review delisting requests on the dashboard (DELIST_OPERATOR_EMAILS). */
   delistReviewers: readonly string[];
 }
 
 /** The pages, built from the app's own services. */
 export function buildWeb(parts: WebParts): Router {
-  const { clock, logger, web, services } = parts;
+  const { clock, logger, web, modules: m } = parts;
   let csrfKey: Promise<Buffer> | undefined;
   return webRouter({
     config: web,
     clock,
     logger,
-    pages: new Pages(new Assets(), services.stripe ? ['https://checkout.stripe.com'] : []),
-    accounts: services.accounts,
-    sessions: services.sessions,
-    throttle: services.throttle,
-    audit: services.audit,
-    dashboard: services.dashboard,
-    keys: services.keys,
-    meter: services.meter,
-    stats: services.stats,
-    categories: services.categories,
-    reputation: services.reputation,
-    stripe: services.stripe,
-    webhooks: services.webhooks,
-    delisting: services.delisting,
+    pages: new Pages(new Assets(), m.payments.stripe ? ['https://checkout.stripe.com'] : []),
+    accounts: m.account.accounts,
+    sessions: m.account.sessions,
+    throttle: m.account.throttle,
+    audit: m.account.audit,
+    dashboard: m.account.dashboard,
+    keys: m.keys.keys,
+    meter: m.keys.meter,
+    stats: m.stats.service,
+    categories: m.categories.service,
+    reputation: m.reputation.service,
+    stripe: m.payments.stripe,
+    webhooks: m.webhooks.service,
+    delisting: m.delisting.service,
     reviewers: parts.delistReviewers,
     csrfKey: () => {
       csrfKey ??= sharedSecret(parts.orm.em, 'csrf');

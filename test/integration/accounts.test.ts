@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountService, accountSettings } from '../../src/account/accounts.js';
 import { AccountMailer } from '../../src/account/mailer.js';
-import { purgeAccounts } from '../../src/account/purge-job.js';
+import { purgeAccounts } from '../../src/account/job.js';
 import { Sessions } from '../../src/account/sessions.repository.js';
 import { loadConfig } from '../../src/config.js';
 import { call } from '../support/http.js';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
-import { BlacklistJob } from '../../src/jobs/blacklist-job.js';
+import { BlacklistJob } from '../../src/blacklist/job.js';
 import { call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

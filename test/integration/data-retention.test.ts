@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeAccounts, purgeSettingsOf } from '../../src/account/purge-job.js';
+import { purgeAccounts, purgeSettingsOf } from '../../src/account/job.js';
 import { DAY_MS, HOUR_MS, startOfUtcDay, utcDay } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { HOURLY_ACTIVITY_DAYS, HOURLY_CONNECTIONS_DAYS } from '../../src/stats/repository.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeAccounts, purgeSettingsOf } from '../../src/account/purge-job.js';
+import { purgeAccounts, purgeSettingsOf } from '../../src/account/job.js';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { loadConfig } from '../../src/config.js';
 import { runCli } from '../support/cli.js';

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { loadConfig } from '../../src/config.js';
-import { BlacklistJob } from '../../src/jobs/blacklist-job.js';
+import { BlacklistJob } from '../../src/blacklist/job.js';
 import { reportFromAccounts } from '../support/reports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

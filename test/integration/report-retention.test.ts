@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maintainReports } from '../../src/account/purge-job.js';
+import { maintainReports } from '../../src/account/job.js';
 import { DAY_MS, MINUTE_MS } from '../../src/clock.js';
 import { runCli } from '../support/cli.js';
 import { call } from '../support/http.js';

@@ -1,12 +1,12 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PurgeJob, PURGE_QUEUE } from '../../src/account/purge-job.js';
+import { PurgeJob, PURGE_QUEUE } from '../../src/account/job.js';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
-import { BlacklistJob } from '../../src/jobs/blacklist-job.js';
+import { BlacklistJob } from '../../src/blacklist/job.js';
 import { Scheduler } from '../../src/jobs/scheduler.js';
 import { loadConfig } from '../../src/config.js';
-import { purgeSettingsOf } from '../../src/account/purge-job.js';
+import { purgeSettingsOf } from '../../src/account/job.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**

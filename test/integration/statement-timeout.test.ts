@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeAccounts } from '../../src/account/purge-job.js';
+import { purgeAccounts } from '../../src/account/job.js';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { unboundedMigrations } from '../../src/db/orm.js';
 import { UNBOUNDED } from '../../src/db/pool.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountMailer, accountTransport } from '../../src/account/mailer.js';
-import { purgeAccounts, purgeSettingsOf } from '../../src/account/purge-job.js';
+import { purgeAccounts, purgeSettingsOf } from '../../src/account/job.js';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logging.js';

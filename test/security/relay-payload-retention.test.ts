@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
-import { purgeAccounts } from '../../src/account/purge-job.js';
+import { purgeAccounts } from '../../src/account/job.js';
 import { HOUR_MS, MINUTE_MS } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { runCli } from '../support/cli.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeAccounts, purgeSettingsOf } from '../../src/account/purge-job.js';
+import { purgeAccounts, purgeSettingsOf } from '../../src/account/job.js';
 import { loadConfig } from '../../src/config.js';
 import { eventually, startSmtp } from '../support/relay-fakes.js';
 import { startTestServer, type TestServer } from '../support/server.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeAccounts } from '../../src/account/purge-job.js';
+import { purgeAccounts } from '../../src/account/job.js';
 import { DAY_MS } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { NOTIFICATION_CONFIGS_MAX } from '../../src/notifications/service.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maintainReports, purgeAccounts, purgeSettingsOf } from '../../src/account/purge-job.js';
+import { maintainReports, purgeAccounts, purgeSettingsOf } from '../../src/account/job.js';
 import { blacklistSnapshots } from '../../src/blacklist/repository.js';
 import { DAY_MS } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import { writeDnsblFile } from '../blacklist/dnsbl.js';
-import type { BlacklistSnapshots } from '../blacklist/repository.js';
+import { writeDnsblFile } from './dnsbl.js';
+import type { BlacklistSnapshots } from './repository.js';
 import type { Clock } from '../clock.js';
 import { incidentLogger } from '../logging.js';
-import type { Scheduler } from './scheduler.js';
+import type { Scheduler } from '../jobs/scheduler.js';
 
 /** The pg-boss queue (and schedule) of the regeneration. */
 export const BLACKLIST_QUEUE = 'trs-blacklist-regeneration';
