@@ -1,4 +1,4 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import pino from 'pino';
 import { AccountService, accountSettings } from '../account/accounts.js';
 import { AccountMailer } from '../account/mailer.js';
@@ -9,15 +9,8 @@ import { systemClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { Database } from '../db/connect.js';
 import { ROLES, type Role } from '../roles.js';
+import { positiveInt, type Cli } from './context.js';
 
-type WithDatabase = <T>(work: (db: Database) => Promise<T>) => Promise<T>;
-type Print = (value: unknown, json: boolean, text: () => string) => void;
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
-  return n;
-}
 
 /** The account service for the operator's commands (they send no mail). */
 function service(db: Database, env: NodeJS.ProcessEnv): AccountService {
@@ -30,7 +23,8 @@ function service(db: Database, env: NodeJS.ProcessEnv): AccountService {
 }
 
 /** `accounts …` and `invites create`: what the operator does for web accounts. */
-export function accountCommands(program: Command, withDatabase: WithDatabase, print: Print, env: NodeJS.ProcessEnv): void {
+export function accountCommands(program: Command, { io, withDatabase, print }: Cli): void {
+  const env = io.env;
   const accounts = program.command('accounts').description('web accounts: confirm addresses, change roles and licences, purge old data');
 
   accounts

@@ -2,10 +2,8 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DELIST_STATUSES } from '../db/entities/delisting.js';
 import { DELIST_DAYS_MAX } from '../delisting/rules.js';
 import type { DelistService, DelistReview } from '../delisting/service.js';
-import type { Modules } from '../modules.js';
+import type { Cli } from './context.js';
 
-type WithModules = <T>(work: (modules: Modules) => Promise<T>) => Promise<T>;
-type Print = (value: unknown, json: boolean, text: () => string) => void;
 
 function days(value: string): number {
   const n = Number(value);
@@ -24,7 +22,7 @@ function evidenceCount(value: string): number {
  * server's mail settings (RELAY_SMTP_URL or the outbox, ACCOUNT_MAIL_FROM), and the command waits
  * for them before it ends.
  */
-async function withService<T>(withModules: WithModules, work: (service: DelistService) => Promise<T>): Promise<T> {
+async function withService<T>(withModules: Cli['withModules'], work: (service: DelistService) => Promise<T>): Promise<T> {
   return withModules(async (modules) => {
     try {
       return await work(modules.delisting.service);
@@ -53,7 +51,7 @@ function line(r: DelistReview): string {
 }
 
 /** `delist list|approve|reject`: the operator's review of delisting requests. */
-export function delistCommands(program: Command, withModules: WithModules, print: Print): void {
+export function delistCommands(program: Command, { withModules, print }: Cli): void {
   const delist = program.command('delist').description('delisting requests: review them, approve (whitelist for N days) or reject');
 
   delist

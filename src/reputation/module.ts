@@ -41,8 +41,8 @@ export function reputationModule(deps: {
   return {
     service,
     whitelist: new Whitelist(deps.orm.em),
-    /** The reports about an address, newest first, as a delisting request under review shows them. */
-    evidence: (ip: string, limit: number) => repository.evidence(ip, undefined, limit, 0),
+    /** The evidence of the reports about an address, newest first (every reporter's, or one account's). */
+    evidence: (ip: string, limit: number, accountId?: number) => repository.evidence(ip, accountId, limit, 0),
     handlers: ({ metering }: Edge) => reputationHandlers(service, metering),
     close: () => service.close(),
   };
