@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { abuseipdbModule } from './abuseipdb/module.js';
+import { purgeSettingsOf } from './account/job.js';
 import { accountModule } from './account/module.js';
 import { blacklistModule } from './blacklist/module.js';
 import { categoriesModule } from './categories/module.js';
@@ -53,19 +54,45 @@ export interface Infrastructure {
  */
 export function buildModules(infrastructure: Infrastructure) {
   const { orm, pool, clock, logger, config, geo } = infrastructure;
-  const base = { orm, pool, replicas: infrastructure.replicas ?? pool, clock, logger, config };
+  // What every module may be built from; each is handed its own settings (its slice of the
+  // configuration, src/<area>/settings.ts) besides.
+  const base = { orm, pool, replicas: infrastructure.replicas ?? pool, clock, logger };
+  // PUBLIC_URL, read when a link is made (the tests' servers learn theirs once listening).
+  const publicUrl = () => config.web.publicUrl;
   const categories = categoriesModule(base);
-  const keys = keysModule(base);
-  const blacklist = blacklistModule({ ...base, categories: categories.service, meter: keys.meter });
-  const relay = relayModule({ ...base, sites: keys.sites, runtime: infrastructure.relay, metrics: infrastructure.metrics });
-  const account = accountModule({ ...base, meter: keys.meter, relay: relay.service });
-  const webhooks = webhooksModule({ ...base, mailer: account.mailer });
+  const keys = keysModule({ ...base, settings: config, publicLimits: config.publicLimits });
+  const blacklist = blacklistModule({ ...base, settings: config, publicUrl: publicUrl(), categories: categories.service, meter: keys.meter });
+  const relay = relayModule({
+    ...base,
+    settings: config.relay,
+    payments: config.payments,
+    sites: keys.sites,
+    runtime: infrastructure.relay,
+    metrics: infrastructure.metrics,
+  });
+  const account = accountModule({
+    ...base,
+    settings: config.web,
+    mail: config.relay.mail,
+    v6AggregatePrefix: config.publicLimits.v6AggregatePrefix,
+    purge: purgeSettingsOf(config),
+    meter: keys.meter,
+    relay: relay.service,
+  });
+  const webhooks = webhooksModule({ ...base, settings: config.webhooks, mailer: account.mailer });
   // A delisting request under review shows the reports' evidence, and the reputation asks
   // delisting whether an address is delisted: the evidence is read, at request time, through
   // the reputation module built just below.
-  const delisting = delistingModule({ ...base, mailer: account.mailer, evidence: (ip, limit) => reputation.evidence(ip, limit) });
+  const delisting = delistingModule({
+    ...base,
+    settings: config.delisting,
+    publicUrl,
+    mailer: account.mailer,
+    evidence: (ip, limit) => reputation.evidence(ip, limit),
+  });
   const reputation = reputationModule({
     ...base,
+    batching: config.reportBatching,
     geo,
     categories: categories.service,
     meter: keys.meter,
@@ -82,10 +109,10 @@ export function buildModules(infrastructure: Infrastructure) {
     webhooks,
     delisting,
     reputation,
-    payments: paymentsModule({ ...base, ledger: relay.ledger }),
+    payments: paymentsModule({ ...base, settings: config.stripe, toleranceSeconds: config.payments.toleranceSeconds, publicUrl, ledger: relay.ledger }),
     stats: statsModule({ ...base, categories: categories.service, snapshots: blacklist.snapshots }),
     notifications: notificationsModule({ ...base, sites: keys.sites }),
-    rules: rulesModule(base),
+    rules: rulesModule({ ...base, settings: config.rules }),
     crowdsec: crowdsecModule({ ...base, categories: categories.service, snapshots: blacklist.snapshots }),
     abuseipdb: abuseipdbModule({ ...base, reputation: reputation.service, blacklist: blacklist.service }),
   };

@@ -1,6 +1,5 @@
 import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Meter } from '../keys/usage.repository.js';
 import type { Logger } from 'pino';
@@ -9,6 +8,7 @@ import { blacklistHandlers } from './handlers.js';
 import { BlacklistJob } from './job.js';
 import { blacklistSnapshots } from './repository.js';
 import { BlacklistService } from './service.js';
+import type { BlacklistSettings } from './settings.js';
 
 /**
  * The blacklist: its snapshots (made once; the reputation, the statistics and the CrowdSec
@@ -20,18 +20,20 @@ export function blacklistModule(deps: {
   replicas: Pool;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'blacklistHistory' | 'blacklistCacheBytes' | 'blacklistIntervalMs' | 'dnsbl' | 'web'>;
+  settings: BlacklistSettings;
+  /** PUBLIC_URL: the lists and the DNS blocklist's TXT records point to it. */
+  publicUrl: string | undefined;
   categories: CategoryService;
   meter: Meter;
 }) {
-  const { pool, replicas, clock, logger, config } = deps;
-  const snapshots = blacklistSnapshots(pool, clock, config.blacklistHistory, replicas);
-  const service = new BlacklistService(snapshots, deps.categories, clock, config.blacklistCacheBytes, deps.meter, config.web.publicUrl);
-  const dnsbl = config.dnsbl.file ? { ...config.dnsbl, file: config.dnsbl.file, publicUrl: config.web.publicUrl } : undefined;
+  const { pool, replicas, clock, logger, settings, publicUrl } = deps;
+  const snapshots = blacklistSnapshots(pool, clock, settings.blacklistHistory, replicas);
+  const service = new BlacklistService(snapshots, deps.categories, clock, settings.blacklistCacheBytes, deps.meter, publicUrl);
+  const dnsbl = settings.dnsbl.file ? { ...settings.dnsbl, file: settings.dnsbl.file, publicUrl } : undefined;
   return {
     snapshots,
     service,
     handlers: ({ metering }: Edge) => blacklistHandlers(service, snapshots, metering),
-    jobs: [new BlacklistJob(snapshots, clock, config.blacklistIntervalMs, logger, dnsbl)],
+    jobs: [new BlacklistJob(snapshots, clock, settings.blacklistIntervalMs, logger, dnsbl)],
   };
 }

@@ -191,7 +191,7 @@ export class KeyAuthenticator {
     private readonly db: Queryable,
     private readonly cacheMs = 0,
     private readonly clock: Clock = systemClock,
-    /** Told of every successful authentication (the dashboard's "last used", account/last-used.repository.ts). */
+    /** Told of every successful authentication (the dashboard's "last used", keys/last-used.repository.ts). */
     private readonly onUse?: (keyId: string) => void,
   ) {}
 

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
 import type { Orm } from '../db/orm.js';
 import type { Pool } from '../db/pool.js';
 import type { KeySites } from '../keys/sites.repository.js';
@@ -8,11 +7,12 @@ import { SmsTemplates } from './delivery/templates.js';
 import { SmsTemplateRepository } from './delivery/templates.repository.js';
 import { relayHandlers, relayWebhookHandlers } from './handlers.js';
 import { BundleLedger } from './ledger.repository.js';
-import { PaymentEvents } from './payments.js';
+import { PaymentEvents, type PaymentsConfig } from './payments.js';
 import { SmsReceipts } from './receipts.js';
 import { RelayRepository } from './repository.js';
 import type { RelayRuntime } from './runtime.js';
 import { RelayService, relayLimits } from './service.js';
+import type { RelayConfig } from './settings.js';
 import type { DeliveryMetrics } from './worker.js';
 
 /**
@@ -26,16 +26,18 @@ export function relayModule(deps: {
   pool: Pool;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'relay' | 'payments'>;
+  settings: RelayConfig;
+  /** The payment webhook's secret and tolerance (PAYMENT_WEBHOOK_*). */
+  payments: PaymentsConfig;
   sites: KeySites;
   runtime?: Pick<RelayRuntime, 'queue' | 'smsReceipts'>;
   metrics?: DeliveryMetrics;
 }) {
-  const { orm, pool, clock, logger, config, runtime } = deps;
+  const { orm, pool, clock, logger, runtime } = deps;
   const messages = new RelayRepository(pool);
   const templates = new SmsTemplates(new SmsTemplateRepository(orm.em), clock);
   const ledger = new BundleLedger(pool, clock);
-  const service = new RelayService(messages, runtime?.queue, relayLimits(config.relay), clock, deps.sites, templates);
+  const service = new RelayService(messages, runtime?.queue, relayLimits(deps.settings), clock, deps.sites, templates);
   return {
     service,
     messages,
@@ -44,7 +46,7 @@ export function relayModule(deps: {
     handlers: () => ({
       ...relayHandlers(service),
       ...relayWebhookHandlers(
-        new PaymentEvents(ledger, config.payments, clock),
+        new PaymentEvents(ledger, deps.payments, clock),
         new SmsReceipts(runtime?.smsReceipts, messages, clock, logger, deps.metrics),
       ),
     }),

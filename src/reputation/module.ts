@@ -1,7 +1,6 @@
 import type { BlacklistSnapshots } from '../blacklist/repository.js';
 import type { CategoryService } from '../categories/service.js';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
 import type { Orm } from '../db/orm.js';
 import type { Pool } from '../db/pool.js';
 import type { GeoIp } from '../geo/geoip.js';
@@ -10,6 +9,7 @@ import type { Meter } from '../keys/usage.repository.js';
 import { reputationHandlers } from './handlers.js';
 import { ReputationRepository } from './repository.js';
 import { ReputationService, type DelistingDecisions, type ReportListener } from './service.js';
+import type { ReportBatching } from './settings.js';
 import { Whitelist } from './whitelist.repository.js';
 
 /**
@@ -22,7 +22,8 @@ export function reputationModule(deps: {
   pool: Pool;
   replicas: Pool;
   clock: Clock;
-  config: Pick<Config, 'reportBatching'>;
+  /** POST /report's group commit (REPORT_BATCH_MS, REPORT_BATCH_MAX). */
+  batching: ReportBatching;
   geo: GeoIp;
   categories: CategoryService;
   meter: Meter;
@@ -32,7 +33,7 @@ export function reputationModule(deps: {
 }) {
   const repository = new ReputationRepository(deps.pool, deps.replicas);
   const service = new ReputationService(repository, deps.categories, deps.geo, deps.clock, {
-    batching: deps.config.reportBatching,
+    batching: deps.batching,
     quota: deps.meter,
     delistings: deps.delistings,
     listed: deps.snapshots,
