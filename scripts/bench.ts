@@ -9,6 +9,7 @@
  *            per request and /bulk-check; nothing else, and BENCHMARKS.md is not touched)
  *            --before DIST/src/main.js (an earlier build, e.g. of main, measured in the same
  *            rounds as this one: its /check and header bytes beside this build's)
+ *            --rounds N (the interleaved rounds, 3 by default; their medians are reported)
  *            --only cost (the cost per million: the server's and PostgreSQL's CPU per check,
  *            report, bulk-checked address and bulk-reported line, the bytes each address and
  *            report takes, and what a 10M and a 100M checks-a-day deployment needs from them)
@@ -47,6 +48,9 @@ const { values: args } = parseArgs({
     // An earlier build of the server (its compiled src/main.js), measured in the same rounds as
     // this one: before and after under the same load.
     before: { type: 'string' },
+    // Rounds of the interleaved comparisons (3): more on a noisy machine, where one round's
+    // figures move by a third.
+    rounds: { type: 'string' },
   },
 });
 const quick = args.quick;
@@ -54,7 +58,7 @@ const IPS = Number(args.ips ?? (quick ? 5_000 : 1_000_000));
 const REPORTS = Number(args.reports ?? (quick ? 50_000 : 10_000_000));
 const DURATION = Number(args.duration ?? (quick ? 1 : 10));
 /** Rounds of the interleaved comparisons with the baselines. */
-const ROUNDS = quick ? 1 : 3;
+const ROUNDS = Number(args.rounds ?? (quick ? 1 : 3));
 const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 // The quick run seeds a database of its own and drops it afterwards; the full data set is kept
 // between runs, since seeding it takes minutes.
@@ -633,8 +637,13 @@ function render(m: {
     '',
     '| Scenario | Conn. | req/s | p50 ms | p99 ms | × node:http | × Express | CPU µs/req | Errors |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => {
-      const b = m.baselines[r.connections];
+    ...rows.map((r, i) => {
+      // Against the baselines of its own round: the latest ones measured before it at its connections.
+      const before = rows.slice(0, i).reverse();
+      const b = {
+        http: before.find((x) => x.connections === r.connections && x.scenario.startsWith('baseline: node:http')) ?? m.baselines[r.connections]?.http,
+        express: before.find((x) => x.connections === r.connections && x.scenario.startsWith('baseline: Express')) ?? m.baselines[r.connections]?.express,
+      };
       const isCheck = r.scenario.startsWith('GET /check') || r.scenario.startsWith('GET /blacklist (304)');
       return `| ${r.scenario} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${isCheck ? ratio(r, b?.http) : ''} | ${
         isCheck ? ratio(r, b?.express) : ''

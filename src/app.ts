@@ -338,7 +338,9 @@ function noSniff(_req: Request, res: Response, next: NextFunction) {
  * `integer` and `maximum`; such a value is refused here, as the document means it to be.
  */
 function rejectNonFiniteNumbers(req: Request, _res: Response, next: NextFunction) {
-  for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
+  const query = req.query as Record<string, unknown>;
+  for (const name in query) {
+    const value = query[name];
     if (typeof value === 'number' && !Number.isFinite(value)) {
       throw new ApiError(400, `Invalid request: query parameter '${name}' must be a finite number.`, {
         errors: [{ location: 'query', name, message: 'must be a finite number' }],

@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '../clock.js';
 import { nextUtcMidnight } from '../clock.js';
 import { publicSubjectOf, type Meter } from '../keys/usage.repository.js';
+import { whenAnswered } from './answered.js';
 import { ApiError } from './errors.js';
 import { sourceIp } from './metering.js';
 
@@ -48,7 +49,7 @@ export class FaultBudget {
         }
         this.blocked.delete(subject);
       }
-      res.once('finish', () => {
+      whenAnswered(res, () => {
         if (res.statusCode < 500) return;
         void this.settle(req, res, subjects);
       });

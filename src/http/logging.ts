@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { redactUrl } from '../logging.js';
+import { whenAnswered } from './answered.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -44,7 +45,7 @@ export function requestLogger(logger: Logger) {
     res.setHeader('X-Request-Id', id);
     (req as Logged)[BASE] = logger;
     const started = performance.now();
-    res.once('finish', () => {
+    whenAnswered(res, () => {
       const level = res.statusCode >= 500 ? 'error' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       logger[level](

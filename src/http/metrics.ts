@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { LIBUV_DEFAULT_THREADS } from '../account/settings.js';
 import type { Pool } from '../db/pool.js';
 import { API_BASE } from '../openapi.js';
+import { whenAnswered } from './answered.js';
 
 /**
  * Prometheus metrics of one process, served at GET /metrics: requests and their latency per
@@ -158,10 +159,10 @@ export class Metrics {
   /** Counts and times every request once its response is sent. */
   middleware() {
     return (req: Request, res: Response, next: NextFunction) => {
-      const end = this.latency.startTimer();
-      res.once('finish', () => {
+      const started = performance.now();
+      whenAnswered(res, () => {
         const operation = res.locals.operationId ?? (req.path.startsWith(`${API_BASE}/`) ? 'unmatched' : 'other');
-        end({ operation });
+        this.latency.observe({ operation }, (performance.now() - started) / 1000);
         this.requests.inc({ operation, status: String(res.statusCode) });
       });
       next();

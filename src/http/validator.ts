@@ -74,12 +74,12 @@ interface Metadata {
  */
 function knownOperations(metadata: RequestHandler, context: OpenApiContext): RequestHandler {
   const literal = new Set(context.routes.filter((route) => route.pathParams.length === 0 && !route.openApiRoute.includes('{')).map((route) => route.openApiRoute));
-  const known = new Map<string, Metadata>();
+  // Per method, then per path: no key string made per request.
+  const known = new Map<string, Map<string, Metadata>>();
   return (req: Request, res: Response, next: NextFunction) => {
     const path = pathOf(req, context.useRequestUrl);
     if (!literal.has(path)) return metadata(req, res, next);
-    const key = `${req.method} ${path}`;
-    const kept = known.get(key);
+    const kept = known.get(req.method)?.get(path);
     if (kept) {
       const openapi = { ...kept, pathParams: {} };
       (req as { openapi?: Metadata }).openapi = openapi;
@@ -88,14 +88,21 @@ function knownOperations(metadata: RequestHandler, context: OpenApiContext): Req
     }
     metadata(req, res, (err?: unknown) => {
       const openapi = (req as { openapi?: Metadata }).openapi;
-      if (err === undefined && openapi?.openApiRoute === path) known.set(key, { ...openapi });
+      if (err === undefined && openapi?.openApiRoute === path) {
+        const ofMethod = known.get(req.method) ?? known.set(req.method, new Map()).get(req.method)!;
+        ofMethod.set(path, { ...openapi });
+      }
       next(err);
     });
   };
 }
 
 /** The path the library's metadata step matches (its `lookupRoute`). */
-const pathOf = (req: Request, useRequestUrl: boolean) => (useRequestUrl ? req.url : req.originalUrl).split('?', 1)[0]!;
+const pathOf = (req: Request, useRequestUrl: boolean) => {
+  const url = useRequestUrl ? req.url : req.originalUrl;
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
+};
 
 /** The parts of the library this builds on (not part of its typed surface, or private in it). */
 interface ValidatorInternals {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Queryable } from '../db/pool.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -17,7 +17,7 @@ const KEY_PATTERN = /^trs_[A-Za-z0-9_-]{43}$/;
 const SHOWN_PREFIX_LENGTH = KEY_PREFIX.length + 8;
 
 export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
 export function looksLikeKey(key: string): boolean {
@@ -205,12 +205,13 @@ export class KeyAuthenticator {
   private async find(key: string): Promise<Caller | undefined> {
     if (!looksLikeKey(key)) return undefined;
     if (this.cacheMs <= 0) return this.lookup(hashKey(key));
-    const hash = hashKey(key);
-    const id = hash.toString('base64');
+    // The cache is keyed by the hash in base64, made in one call (no hash object, no Buffer):
+    // the lookup on every keyed request.
+    const id = hash('sha256', key, 'base64');
     const now = this.clock.now().getTime();
     const hit = this.cache.get(id);
     if (hit && hit.until > now) return hit.caller;
-    const caller = await this.lookup(hash);
+    const caller = await this.lookup(Buffer.from(id, 'base64'));
     this.cache.delete(id);
     if (this.cache.size >= KEY_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, { caller, until: now + this.cacheMs });
