@@ -289,6 +289,11 @@ async function main(): Promise<void> {
     return;
   }
   await ensureDatabase();
+  // The server and the baselines run on this Node.js. The container image runs Node.js 24; on
+  // Node.js 20 (V8 11) Express costs about twice the CPU per request (BENCHMARKS.md, issue 29).
+  if (Number(process.versions.node.split('.')[0]) < 22) {
+    log(`note: Node.js ${process.version} here; the image runs Node.js 24, on which Express and /check cost about half the CPU (BENCHMARKS.md)`);
+  }
   log('building…');
   // A build of its own, not dist/: another run (or `npm run build`) may be writing that.
   const build = compileServer('bench');
