@@ -22,7 +22,7 @@ import { inOrder, runChain } from './http/chain.js';
 import { openApiValidator } from './http/validator.js';
 import { Metering } from './http/metering.js';
 import type { Metrics } from './http/metrics.js';
-import type { AnyOperationId, Handler, Handlers } from './http/types.js';
+import type { AnyOperationId, Handler } from './http/types.js';
 import { accessRules, documentAnswers, type AccessRule, type AccessRules, type Answers } from './http/access.js';
 import { ABUSEIPDB_BASE, API_BASE, CROWDSEC_BASE, WEBHOOKS_BASE, type ApiArtifacts, type ApiDocument } from './openapi.js';
 import type { ApiReference } from './reference.js';
