@@ -119,8 +119,17 @@ export function buildModules(infrastructure: Infrastructure) {
   const all: readonly { handlers?: (edge: Edge) => Handlers; jobs?: readonly Job[] }[] = Object.values(areas);
   return {
     ...areas,
-    /** Every operation's handler, each area's given the edge's pieces. */
-    handlers: (edge: Edge): Handlers => Object.assign({}, ...all.map((area) => area.handlers?.(edge))) as Handlers,
+    /** Every operation's handler, each area's given the edge's pieces; an operation two areas answer stops the start. */
+    handlers(edge: Edge): Handlers {
+      const merged: Record<string, unknown> = {};
+      for (const area of all) {
+        for (const [operationId, handler] of Object.entries(area.handlers?.(edge) ?? {})) {
+          if (operationId in merged) throw new Error(`${operationId} has a handler in two areas`);
+          merged[operationId] = handler;
+        }
+      }
+      return merged as Handlers;
+    },
     /** What runs beside the requests, started with the scheduler. */
     jobs: all.flatMap((area) => area.jobs ?? []),
     /**
