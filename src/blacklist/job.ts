@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { writeDnsblFile } from './dnsbl.js';
 import type { BlacklistSnapshots } from './repository.js';
-import type { Clock } from '../clock.js';
 import { incidentLogger } from '../logging.js';
 import type { Scheduler } from '../jobs/scheduler.js';
 
@@ -22,7 +21,6 @@ export class BlacklistJob {
 
   constructor(
     private readonly snapshots: BlacklistSnapshots,
-    private readonly clock: Clock,
     private readonly intervalMs: number,
     private readonly logger: Logger,
     /** DNSBL_FILE and its options: rewritten by every process whenever the current snapshot is not the one it last wrote. */

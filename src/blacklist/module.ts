@@ -34,6 +34,6 @@ export function blacklistModule(deps: {
     snapshots,
     service,
     handlers: ({ metering }: Edge) => blacklistHandlers(service, snapshots, metering),
-    jobs: [new BlacklistJob(snapshots, clock, settings.blacklistIntervalMs, logger, dnsbl)],
+    jobs: [new BlacklistJob(snapshots, settings.blacklistIntervalMs, logger, dnsbl)],
   };
 }

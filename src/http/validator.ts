@@ -18,7 +18,7 @@ type Options = Parameters<typeof ValidatorModule.middleware>[0];
  * server calls `url.parse()` itself (it uses WHATWG URLs). Harmless on Node.js 20 (it warns by a
  * flag alone).
  */
-export function settleUrlParseWarning(): void {
+function settleUrlParseWarning(): void {
   const silenced = process.noDeprecation;
   process.noDeprecation = true;
   try {
@@ -111,7 +111,8 @@ function knownOperations(metadata: RequestHandler, context: OpenApiContext): Req
     metadata(req, res, (err?: unknown) => {
       const openapi = (req as { openapi?: Metadata }).openapi;
       if (err === undefined && openapi?.openApiRoute === path) {
-        const ofMethod = known.get(req.method) ?? known.set(req.method, new Map()).get(req.method)!;
+        let ofMethod = known.get(req.method);
+        if (!ofMethod) known.set(req.method, (ofMethod = new Map()));
         ofMethod.set(path, { ...openapi });
       }
       next(err);

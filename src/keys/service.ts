@@ -16,8 +16,11 @@ export const KEY_PREFIX = 'trs_';
 const KEY_PATTERN = /^trs_[A-Za-z0-9_-]{43}$/;
 const SHOWN_PREFIX_LENGTH = KEY_PREFIX.length + 8;
 
+/** What a key is stored as: its SHA-256. */
+const KEY_HASH = 'sha256';
+
 export function hashKey(key: string): Buffer {
-  return hash('sha256', key, 'buffer');
+  return hash(KEY_HASH, key, 'buffer');
 }
 
 export function looksLikeKey(key: string): boolean {
@@ -207,7 +210,7 @@ export class KeyAuthenticator {
     if (this.cacheMs <= 0) return this.lookup(hashKey(key));
     // The cache is keyed by the hash in base64, made in one call (no hash object, no Buffer):
     // the lookup on every keyed request.
-    const id = hash('sha256', key, 'base64');
+    const id = hash(KEY_HASH, key, 'base64');
     const now = this.clock.now().getTime();
     const hit = this.cache.get(id);
     if (hit && hit.until > now) return hit.caller;

@@ -11,7 +11,7 @@ const INTERVAL = 15 * 60_000;
 let s: TestServer;
 let sibling: TestServer;
 const jobOf = (server: TestServer) =>
-  new BlacklistJob(blacklistSnapshots(server.pool, server.clock), server.clock, INTERVAL, pino({ level: 'silent' }));
+  new BlacklistJob(blacklistSnapshots(server.pool, server.clock), INTERVAL, pino({ level: 'silent' }));
 const snapshotCount = async () =>
   (await s.pool.query<{ n: number }>('select count(*)::int as n from blacklist_snapshots')).rows[0]!.n;
 
@@ -69,7 +69,7 @@ describe('the blacklist job', () => {
   it('recovers by itself after a failed run: the next run tries again', async () => {
     const unreachable = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none', max: 1, connectionTimeoutMillis: 2_000 });
     try {
-      const broken = new BlacklistJob(blacklistSnapshots(unreachable, s.clock), s.clock, INTERVAL, pino({ level: 'silent' }));
+      const broken = new BlacklistJob(blacklistSnapshots(unreachable, s.clock), INTERVAL, pino({ level: 'silent' }));
       await expect(broken.runIfDue()).rejects.toThrow();
     } finally {
       await unreachable.end();

@@ -30,7 +30,7 @@ describe('DNSBL_FILE', () => {
   it('is rewritten after each new snapshot, and only then', async () => {
     const file = path.join(work, 'bl.rbldnsd');
     const snapshots = blacklistSnapshots(s.pool, s.clock, 3);
-    const job = new BlacklistJob(snapshots, s.clock, 15 * 60_000, pino({ level: 'silent' }), {
+    const job = new BlacklistJob(snapshots, 15 * 60_000, pino({ level: 'silent' }), {
       file,
       zone: 'bl.example.net',
       confidence: 50,

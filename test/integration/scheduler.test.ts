@@ -110,7 +110,7 @@ describe('the scheduler (pg-boss schedule())', () => {
     const config = loadConfig({});
     await Promise.all(
       processes.map(async (scheduler) => {
-        await new BlacklistJob(blacklistSnapshots(s.pool, s.clock), s.clock, 15 * 60_000, logger).start(scheduler);
+        await new BlacklistJob(blacklistSnapshots(s.pool, s.clock), 15 * 60_000, logger).start(scheduler);
         await new PurgeJob(s.pool, s.clock, purgeSettingsOf(config), logger).start(scheduler);
       }),
     );

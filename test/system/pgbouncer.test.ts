@@ -126,7 +126,7 @@ describe('through PgBouncer in transaction mode', () => {
     expect(bulk.body.data).toMatchObject({ success_count: 500, error_count: 0 });
     expect((await api('/check?ip=45.77.2.1', { key: bulkKey.key })).body.data.totalReports).toBeGreaterThanOrEqual(1);
 
-    const job = new BlacklistJob(blacklistSnapshots(s.pool, s.clock), s.clock, 15 * 60_000, pino({ level: 'silent' }));
+    const job = new BlacklistJob(blacklistSnapshots(s.pool, s.clock), 15 * 60_000, pino({ level: 'silent' }));
     expect(await job.runIfDue()).toBe(true);
     const list = await api('/blacklist?format=txt&confidence=0&confidenceMinimum=25', { key: reporters[2]!.key });
     expect(list.status).toBe(200);
